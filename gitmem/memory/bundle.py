@@ -1,0 +1,200 @@
+"""Export and import memory bundles.
+
+A bundle is one JSON document, one event per line so it diffs well::
+
+    {"format":"gitmem-bundle","version":1,"events":[
+    {"body":{…},"envelope":{…},"redacted":false},
+    …
+    ]}
+
+Events are in (time, id) order and every value is canonically encoded, so
+the same store always exports the same bytes, and ``export -> import into a
+fresh repository -> export`` reproduces them exactly. Redacted events travel
+as their envelope with ``"body": null``; their redaction events travel too,
+and importing a redaction removes the target's payload where it exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gitmem.errors import ConflictError, DependencyError, UsageError
+from gitmem.memory.event import Event
+from gitmem.storage import canonical, clock
+from gitmem.storage.envelope import envelope_problems
+from gitmem.storage.ledger import Sealed
+
+if TYPE_CHECKING:
+    from gitmem.memory.api import Memory
+
+BUNDLE_FORMAT = "gitmem-bundle"
+BUNDLE_VERSION = 1
+STRATEGIES = ("skip", "overwrite", "error")
+
+
+def export_json(events: Sequence[Event]) -> bytes:
+    """The bundle bytes for ``events`` (sorted here, whatever order they come in)."""
+    lines = [
+        canonical.encode({"body": e.body, "envelope": e.envelope, "redacted": e.redacted})
+        for e in sorted(events, key=lambda e: e.order_key)
+    ]
+    head = canonical.encode({"format": BUNDLE_FORMAT, "version": BUNDLE_VERSION})[:-1]
+    return head + b',"events":[\n' + b",\n".join(lines) + (b"\n" if lines else b"") + b"]}\n"
+
+
+def export_parquet(events: Sequence[Event], path: Path) -> None:
+    """Write events as a Parquet table (one row per event) for Arrow tools."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError as exc:
+        raise DependencyError(
+            "pyarrow is needed for --format parquet", "pip install pyarrow"
+        ) from exc
+    rows = sorted(events, key=lambda e: e.order_key)
+    table = pa.table(
+        {
+            "id": [e.id for e in rows],
+            "type": [e.type for e in rows],
+            "time_us": pa.array([e.time for e in rows], pa.int64()),
+            "time": pa.array([e.time for e in rows], pa.timestamp("us", tz="UTC")),
+            "branch": [e.branch for e in rows],
+            "repo": [e.scope.get("repo") for e in rows],
+            "session": [e.scope.get("session") for e in rows],
+            "agent": [e.scope.get("agent") for e in rows],
+            "user": [e.scope.get("user") for e in rows],
+            "capsule": [e.capsule for e in rows],
+            "redacted": [e.redacted for e in rows],
+            "summary": [e.summary(200) for e in rows],
+            "body": [None if e.body is None else canonical.encode(e.body).decode() for e in rows],
+            "envelope": [canonical.encode(e.envelope).decode() for e in rows],
+        }
+    )
+    pq.write_table(table, str(path))
+
+
+@dataclass
+class ImportResult:
+    imported: int = 0
+    skipped: int = 0
+    overwritten: int = 0
+    redactions_applied: int = 0
+    dry_run: bool = False
+    conflicts: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def parse_bundle(data: bytes) -> list[dict[str, Any]]:
+    """Validate a bundle and return its entries (UsageError on anything wrong)."""
+    try:
+        doc = canonical.decode(data)
+    except ValueError as exc:
+        raise UsageError(
+            f"the bundle is not valid JSON: {exc}", "pass a file written by 'git edda export'"
+        ) from None
+    if not isinstance(doc, dict) or doc.get("format") != BUNDLE_FORMAT:
+        raise UsageError("this is not a gitmem bundle", "pass a file written by 'git edda export'")
+    if not isinstance(doc.get("version"), int) or doc["version"] > BUNDLE_VERSION:
+        raise UsageError(
+            f"bundle version {doc.get('version')} is newer than this gitmem reads", "upgrade gitmem"
+        )
+    entries = doc.get("events")
+    if not isinstance(entries, list):
+        raise UsageError("the bundle has no event list")
+    for n, entry in enumerate(entries):
+        env = entry.get("envelope") if isinstance(entry, dict) else None
+        problems = envelope_problems(env)
+        if problems:
+            raise UsageError(
+                f"bundle event #{n + 1}: {'; '.join(problems)}",
+                "the bundle is damaged; export it again",
+            )
+        assert isinstance(env, dict) and isinstance(entry, dict)
+        body = entry.get("body")
+        if body is not None:
+            if not isinstance(body, dict):
+                raise UsageError(f"bundle event {env['id']}: body is not an object")
+            digest = canonical.payload_digest(
+                env["payload"]["salt"], canonical.encode(canonical.normalize(body))
+            )
+            if digest != env["payload"]["digest"]:
+                raise UsageError(
+                    f"bundle event {env['id']}: body does not match its digest",
+                    "the bundle was altered; export it again",
+                )
+    return entries
+
+
+def import_bundle(
+    memory: Memory, data: bytes, *, strategy: str = "skip", dry_run: bool = False
+) -> ImportResult:
+    """Import a bundle. ``strategy`` for ids that exist already:
+
+    * ``skip``: keep the local event;
+    * ``overwrite``: restore the bundle's payload where the local one is missing
+      (the id binds the envelope, so nothing else can differ);
+    * ``error``: import nothing and raise ConflictError.
+    """
+    if strategy not in STRATEGIES:
+        raise UsageError(
+            f"unknown conflict strategy {strategy!r}", f"use one of: {', '.join(STRATEGIES)}"
+        )
+    entries = parse_bundle(data)
+    result = ImportResult(dry_run=dry_run)
+    with memory.ledger.locked():
+        memory.ledger.flush_locked()
+        memory._cache_key = None
+        existing = {e.id: e for e in memory.events(all_branches=True)}
+        new: list[Sealed] = []
+        restore: list[Sealed] = []
+        removals: list[str] = []
+        bundle_ids = set()
+        for entry in entries:
+            env, body = entry["envelope"], entry.get("body")
+            eid = env["id"]
+            if eid in bundle_ids:
+                continue
+            bundle_ids.add(eid)
+            if (
+                env["type"] == "redaction"
+                and isinstance(body, dict)
+                and isinstance(body.get("target"), str)
+            ):
+                removals.append(body["target"])
+            local = existing.get(eid)
+            if local is None:
+                new.append(Sealed(env, body))
+                result.imported += 1
+                continue
+            result.conflicts.append(eid)
+            if strategy == "error":
+                raise ConflictError(
+                    f"event {eid[:12]} already exists ({len(result.conflicts)} conflict so far)",
+                    "use --on-conflict skip or overwrite",
+                )
+            if (
+                strategy == "overwrite"
+                and body is not None
+                and local.body is None
+                and not local.redacted
+            ):
+                restore.append(Sealed(env, body))
+                result.overwritten += 1
+            else:
+                result.skipped += 1
+        removals = [t for t in removals if t in existing or t in bundle_ids]
+        restore = [s for s in restore if s.envelope["id"] not in removals]
+        new = [s if s.envelope["id"] not in removals else Sealed(s.envelope, None) for s in new]
+        result.redactions_applied = len(removals)
+        if dry_run or not (new or restore or removals):
+            return result
+        memory.ledger.commit(new, remove_payloads=removals, restore_payloads=restore)
+        if new:
+            clock.observe(memory.location.state_dir, max(s.envelope["time"] for s in new))
+    memory._cache_key = None
+    return result

@@ -1,0 +1,106 @@
+"""The event as the library hands it out: envelope + body + where it was found."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gitmem.storage import layout
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One memory event.
+
+    ``envelope`` and ``body`` are the raw stored dicts, so fields and event
+    types written by a newer gitmem are kept intact. ``body`` is None when the
+    event was redacted (``redacted`` is then True) or its payload is missing.
+    """
+
+    envelope: dict[str, Any]
+    body: dict[str, Any] | None
+    ref: str
+    commit: str
+    redacted: bool = False
+
+    @property
+    def id(self) -> str:
+        return str(self.envelope["id"])
+
+    @property
+    def type(self) -> str:
+        return str(self.envelope["type"])
+
+    @property
+    def time(self) -> int:
+        """Hybrid-logical microseconds since the Unix epoch."""
+        return int(self.envelope["time"])
+
+    @property
+    def scope(self) -> dict[str, str]:
+        scope: dict[str, str] = self.envelope.get("scope", {})
+        return scope
+
+    @property
+    def capsule(self) -> str | None:
+        capsule = self.envelope.get("capsule")
+        return capsule if isinstance(capsule, str) else None
+
+    @property
+    def branch(self) -> str | None:
+        """The git branch whose memory holds this event (None: detached HEAD)."""
+        return layout.branch_of_ref(self.ref)
+
+    @property
+    def actor(self) -> str | None:
+        """Who recorded it: the agent if any, else the user."""
+        return self.scope.get("agent") or self.scope.get("user")
+
+    @property
+    def order_key(self) -> tuple[int, str]:
+        """The total order of events: (time, id), the same on every clone."""
+        return (self.time, self.id)
+
+    def field(self, name: str, default: Any = None) -> Any:
+        """A body field, or ``default`` (also when the body is absent)."""
+        return default if self.body is None else self.body.get(name, default)
+
+    def summary(self, width: int = 80) -> str:
+        """A one-line description for listings (no newlines)."""
+        if self.redacted:
+            return "[redacted]"
+        if self.body is None:
+            return "[payload missing]"
+        text = _summary_text(self.type, self.body)
+        text = " ".join(text.split())
+        return text if len(text) <= width else text[: width - 1] + "…"
+
+    def to_json(self) -> dict[str, Any]:
+        """The export/--json form: envelope, body and redaction state."""
+        return {"envelope": self.envelope, "body": self.body, "redacted": self.redacted}
+
+
+def _summary_text(event_type: str, body: dict[str, Any]) -> str:
+    get = body.get
+    if event_type == "decision":
+        return f"{get('key', '')} = {get('value', '')}" + (
+            f" ({get('reason')})" if get("reason") else ""
+        )
+    if event_type in ("ratify", "unpin", "redaction", "pin"):
+        extra = get("reason") or get("note") or ""
+        return f"{get('target', '')}" + (f": {extra}" if extra else "")
+    if event_type == "checkpoint":
+        return str(get("summary") or get("next") or "checkpoint")
+    if event_type == "observation":
+        parts = [str(get("kind", "")), str(get("tool", "")), str(get("input", ""))]
+        return " ".join(p for p in parts if p)
+    if event_type == "capsule_open":
+        return f"{get('kind', '')}: {get('intent', '')}".strip(": ")
+    if event_type == "capsule_close":
+        return f"{get('capsule', '')} {get('summary', '')}".strip()
+    if event_type == "commit_link":
+        return f"{str(get('sha', ''))[:12]} {get('message', '')}".strip()
+    for key in ("text", "summary", "message", "value"):
+        if isinstance(get(key), str):
+            return str(get(key))
+    return event_type

@@ -1,0 +1,158 @@
+"""The pygit2 (libgit2) backend: in-process and fast."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from gitmem.errors import DependencyError, GitError
+from gitmem.storage.backends.base import Builder, CommitInfo, RefBusy, TreeEntry
+from gitmem.storage.layout import IDENTITY_EMAIL, IDENTITY_NAME
+from gitmem.storage.locate import RepoLocation
+
+# A ref lock older than this, found while we hold gitmem's writer lock, was
+# left by a killed process (every gitmem writer holds that lock while it
+# touches refs/edda, and git itself holds ref locks for milliseconds).
+STALE_LOCK_SECONDS = 2.0
+
+
+def _pygit2() -> Any:
+    try:
+        import pygit2
+    except ImportError as exc:  # pragma: no cover - a required dependency
+        raise DependencyError(
+            "pygit2 is not installed", "reinstall gitmem: pip install --force-reinstall gitmem"
+        ) from exc
+    return pygit2
+
+
+class Libgit2Backend:
+    """Backend on a pygit2 Repository."""
+
+    name = "libgit2"
+
+    def __init__(self, location: RepoLocation, *, fsync: bool = True) -> None:
+        pygit2 = _pygit2()
+        self._pg = pygit2
+        self.location = location
+        pygit2.settings.enable_fsync_gitdir(fsync)
+        try:
+            self.repo = pygit2.Repository(str(location.git_dir))
+        except pygit2.GitError as exc:
+            raise GitError(f"libgit2 cannot open {location.git_dir}: {exc}") from exc
+
+    def close(self) -> None:
+        self.repo.free()
+
+    # refs -------------------------------------------------------------------
+    def read_ref(self, name: str) -> str | None:
+        ref = self.repo.references.get(name)
+        if ref is None:
+            return None
+        return str(ref.resolve().target)
+
+    def list_refs(self, prefix: str) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for name in self.repo.listall_references():
+            if name.startswith(prefix):
+                target = self.read_ref(name)
+                if target is not None:
+                    out[name] = target
+        return dict(sorted(out.items()))
+
+    def try_update(self, refs: Sequence[str], build: Builder) -> dict[str, str | None]:
+        pygit2 = self._pg
+        try:
+            with self.repo.transaction() as txn:
+                for ref in refs:
+                    self._lock(txn, ref)
+                # Read only after locking: nobody can move these refs now, so
+                # what build() sees is what we replace (compare-and-swap).
+                current = {ref: self.read_ref(ref) for ref in refs}
+                new = dict(build(current))
+                for ref, target in new.items():
+                    if ref not in current:
+                        raise ValueError(f"build() returned unlocked ref {ref}")
+                    if target == current[ref]:
+                        continue
+                    if target is None:
+                        txn.remove(ref)
+                    else:
+                        txn.set_target(ref, target, message="gitmem")
+        except pygit2.GitError as exc:
+            if "lock" in str(exc).lower():
+                raise RefBusy(str(exc)) from exc
+            raise GitError(f"updating {', '.join(refs)} failed: {exc}") from exc
+        return {ref: new.get(ref, current[ref]) for ref in refs}
+
+    def _lock(self, txn: Any, ref: str) -> None:
+        try:
+            txn.lock_ref(ref)
+        except self._pg.GitError:
+            lock = self.location.common_dir / (ref + ".lock")
+            try:
+                if time.time() - lock.stat().st_mtime > STALE_LOCK_SECONDS:
+                    os.unlink(lock)
+            except OSError:
+                pass
+            raise
+
+    # objects ----------------------------------------------------------------
+    def write_blob(self, data: bytes) -> str:
+        return str(self.repo.create_blob(data))
+
+    def write_tree(self, entries: Iterable[TreeEntry]) -> str:
+        builder = self.repo.TreeBuilder()
+        for entry in entries:
+            builder.insert(entry.name, self._pg.Oid(hex=entry.oid), entry.mode)
+        return str(builder.write())
+
+    def write_commit(self, tree: str, parents: Sequence[str], message: str, time_s: int) -> str:
+        sig = self._pg.Signature(IDENTITY_NAME, IDENTITY_EMAIL, time_s, 0)
+        oid = self.repo.create_commit(
+            None, sig, sig, message, self._pg.Oid(hex=tree), [self._pg.Oid(hex=p) for p in parents]
+        )
+        return str(oid)
+
+    def _get(self, oid: str, kind: str) -> Any:
+        try:
+            obj = self.repo[oid]
+        except (KeyError, ValueError) as exc:
+            raise GitError(f"object {oid} is missing") from exc
+        except self._pg.GitError as exc:
+            raise GitError(f"object {oid} is unreadable: {exc}") from exc
+        if obj.type_str != kind:
+            raise GitError(f"object {oid} is a {obj.type_str}, expected a {kind}")
+        return obj
+
+    def read_blob(self, oid: str) -> bytes:
+        data: bytes = self._get(oid, "blob").data
+        return data
+
+    def read_tree(self, oid: str) -> list[TreeEntry]:
+        return [TreeEntry(e.name, e.filemode, str(e.id)) for e in self._get(oid, "tree")]
+
+    def read_commit(self, oid: str) -> CommitInfo:
+        commit = self._get(oid, "commit")
+        return CommitInfo(
+            str(commit.tree_id),
+            tuple(str(p) for p in commit.parent_ids),
+            commit.message,
+            commit.commit_time,
+        )
+
+    def read_path(self, tree: str, path: str) -> str | None:
+        try:
+            return str(self._get(tree, "tree")[path].id)
+        except KeyError:
+            return None
+
+    def has_object(self, oid: str) -> bool:
+        return oid in self.repo
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        if ancestor == descendant:
+            return True
+        return bool(self.repo.descendant_of(descendant, ancestor))

@@ -1,0 +1,58 @@
+"""The ordering clock: hybrid-logical microsecond timestamps.
+
+Every event's ``time`` comes from here. It is the wall clock in microseconds
+since the Unix epoch, except that it never repeats or goes backwards for
+writers sharing one common dir: each value is ``max(wall clock, last + 1)``.
+The last issued value lives in ``<common dir>/edda/clock`` under an exclusive
+``flock``; merging memory from elsewhere calls :func:`observe` so later local
+events sort after everything seen. Events are totally ordered by
+``(time, id)``, which is deterministic on every clone.
+
+Standard library only (capture hot path).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from pathlib import Path
+
+CLOCK_FILE = "clock"
+
+
+def wall_us() -> int:
+    """The wall clock in microseconds since the Unix epoch."""
+    return time.time_ns() // 1000
+
+
+def _update(state_dir: Path, count: int, floor: int) -> int:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(state_dir / CLOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        raw = os.pread(fd, 32, 0)
+        try:
+            last = int(raw.decode("ascii").strip() or 0)
+        except ValueError:  # a torn or garbage file is rebuilt from the wall clock
+            last = 0
+        first = max(floor, last + 1)
+        new_last = first + count - 1
+        data = f"{new_last:020d}\n".encode("ascii")
+        os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
+        return first
+    finally:
+        os.close(fd)  # closing releases the flock
+
+
+def tick(state_dir: Path, count: int = 1, now_us: int | None = None) -> int:
+    """Reserve ``count`` consecutive clock values and return the first."""
+    if count < 1:
+        raise ValueError("count must be >= 1")
+    return _update(state_dir, count, wall_us() if now_us is None else now_us)
+
+
+def observe(state_dir: Path, seen_us: int) -> None:
+    """Make every later tick exceed ``seen_us`` (called after merging foreign events)."""
+    _update(state_dir, 1, seen_us + 1)

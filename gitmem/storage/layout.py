@@ -1,0 +1,187 @@
+"""Names and shapes of memory objects in git (format v1, spec/storage.md).
+
+Refs::
+
+    refs/edda/branches/<escaped branch>   event chain of one git branch
+    refs/edda/detached                    event chain written on a detached HEAD
+    refs/edda/payloads                    the payload store (one parentless commit)
+
+An event commit's tree holds only the events it adds::
+
+    events/000000   envelope blob (canonical JSON)
+    events/000001   ...
+
+The payload store's tree::
+
+    p/<id[:2]>/<id>          stored body of event <id> (canonical JSON)
+    b/<sha[:2]>/<sha256>     an attachment: one large string, stored once
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gitmem.storage import canonical
+
+FORMAT_VERSION = 1
+REF_ROOT = "refs/edda/"
+BRANCH_PREFIX = "refs/edda/branches/"
+DETACHED_REF = "refs/edda/detached"
+PAYLOAD_REF = "refs/edda/payloads"
+EVENTS_DIR = "events"
+FORMAT_TRAILER = "Edda-Format"
+COUNT_TRAILER = "Edda-Events"
+
+# Strings at least this long (UTF-8 bytes) are stored as attachments.
+ATTACHMENT_MIN_BYTES = 8192
+ATTACHMENT_KEY = "$gitmem-blob"
+
+IDENTITY_NAME = "gitmem"
+IDENTITY_EMAIL = "gitmem@localhost"
+
+MODE_BLOB = 0o100644
+MODE_TREE = 0o040000
+
+
+def escape_branch(branch: str) -> str:
+    """Escape a branch name into one ref component: ``%`` -> ``%25``, ``/`` -> ``%2F``.
+
+    One component per branch avoids directory/file clashes between memory
+    refs (``a`` and ``a/b`` can both have memory even though git forbids both
+    branches at once, e.g. after ``a`` was deleted).
+    """
+    return branch.replace("%", "%25").replace("/", "%2F")
+
+
+def unescape_branch(component: str) -> str:
+    return component.replace("%2F", "/").replace("%2f", "/").replace("%25", "%")
+
+
+def branch_ref(branch: str | None) -> str:
+    """The memory ref for a git branch (None: detached HEAD)."""
+    if not branch:
+        return DETACHED_REF
+    return BRANCH_PREFIX + escape_branch(branch)
+
+
+def branch_of_ref(ref: str) -> str | None:
+    """The git branch a memory ref belongs to (None for the detached chain)."""
+    if ref.startswith(BRANCH_PREFIX):
+        return unescape_branch(ref[len(BRANCH_PREFIX) :])
+    return None
+
+
+def entry_name(index: int) -> str:
+    return f"{index:06d}"
+
+
+def commit_message(envelopes: list[dict[str, Any]], branch: str | None) -> str:
+    """A readable one-line summary with trailers. Never contains payload text:
+    the message is in the hashed chain and could not be redacted."""
+    where = branch or "detached HEAD"
+    if len(envelopes) == 1:
+        env = envelopes[0]
+        subject = f"{env['type']} {env['id'][:12]} on {where}"
+    else:
+        types: list[str] = []
+        for env in envelopes:
+            if env["type"] not in types:
+                types.append(env["type"])
+        shown = ", ".join(types[:5]) + (", …" if len(types) > 5 else "")
+        subject = f"{len(envelopes)} events ({shown}) on {where}"
+    return f"{subject}\n\n{FORMAT_TRAILER}: {FORMAT_VERSION}\n{COUNT_TRAILER}: {len(envelopes)}\n"
+
+
+def parse_trailers(message: str) -> dict[str, str]:
+    """Trailers of the last paragraph of a commit message."""
+    paragraphs = message.strip().split("\n\n")
+    trailers: dict[str, str] = {}
+    for line in paragraphs[-1].splitlines():
+        key, sep, value = line.partition(": ")
+        if sep and key and " " not in key:
+            trailers[key] = value.strip()
+    return trailers
+
+
+def payload_path(event_id: str) -> str:
+    return f"p/{event_id[:2]}/{event_id}"
+
+
+def attachment_path(sha_hex: str) -> str:
+    return f"b/{sha_hex[:2]}/{sha_hex}"
+
+
+def split_attachments(body: Any) -> tuple[Any, dict[str, bytes]]:
+    """Replace every long string in ``body`` by an attachment reference.
+
+    Returns the body as stored and the attachments (sha256 hex -> bytes).
+    The envelope's digest covers the logical body, never the stored form.
+    """
+    found: dict[str, bytes] = {}
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            data = value.encode("utf-8")
+            if len(data) >= ATTACHMENT_MIN_BYTES:
+                sha = canonical.sha256_hex(data)
+                found[sha] = data
+                return {ATTACHMENT_KEY: "sha256:" + sha, "size": len(data)}
+            return value
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+
+    return walk(body), found
+
+
+def _is_attachment_ref(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and len(value) == 2
+        and isinstance(value.get(ATTACHMENT_KEY), str)
+        and isinstance(value.get("size"), int)
+    )
+
+
+def attachment_refs(stored: Any) -> list[str]:
+    """The sha256 hex of every attachment a stored body refers to."""
+    refs: list[str] = []
+
+    def walk(value: Any) -> None:
+        if _is_attachment_ref(value):
+            refs.append(value[ATTACHMENT_KEY].removeprefix("sha256:"))
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    walk(stored)
+    return refs
+
+
+def join_attachments(stored: Any, fetch: Any) -> Any:
+    """Inverse of :func:`split_attachments`; ``fetch(sha_hex) -> bytes | None``.
+
+    Raises KeyError naming the attachment when one is missing.
+    """
+
+    def walk(value: Any) -> Any:
+        if _is_attachment_ref(value):
+            sha = value[ATTACHMENT_KEY].removeprefix("sha256:")
+            data = fetch(sha)
+            if data is None:
+                raise KeyError(sha)
+            return data.decode("utf-8")
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+
+    return walk(stored)

@@ -1,0 +1,46 @@
+"""gitmem's writer lock: one writer of memory refs at a time per common dir.
+
+An ``flock`` on ``<common dir>/edda/lock``. The kernel releases it when its
+holder dies, so unlike git's ``*.lock`` files it can never be left stale; it
+also lets a writer recognise a leftover ref lock file as stale (see
+:mod:`gitmem.storage.backends.libgit2`). Linked worktrees share the common
+dir and therefore the lock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from gitmem.errors import ConflictError
+
+LOCK_FILE = "lock"
+
+
+@contextmanager
+def writer_lock(state_dir: Path, timeout: float = 120.0) -> Iterator[None]:
+    """Hold the writer lock; raise ConflictError after ``timeout`` seconds of waiting."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(state_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + timeout
+        delay = 0.001
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise ConflictError(
+                        f"another gitmem process has held the writer lock for {timeout:.0f} s",
+                        f"wait for it to finish; 'fuser {state_dir / LOCK_FILE}' shows who holds it",
+                    ) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+        yield
+    finally:
+        os.close(fd)
