@@ -1,0 +1,513 @@
+"""The ``git edda`` commands: parse arguments, call the library, return an Output.
+
+Every command accepts ``--json`` (machine-readable output on stdout) and
+``-C/--repo PATH``. Nothing here prints: :mod:`gitmem.cli.main` does.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from cyclopts import App, Parameter
+
+from gitmem import __version__
+from gitmem.errors import ExitCode, UsageError
+from gitmem.memory.api import Memory
+from gitmem.memory.event import Event
+from gitmem.memory.query import EventFilter
+from gitmem.memory.timespec import format_time, parse_time
+from gitmem.records.names import EVENT_TYPES
+from gitmem.storage.clock import wall_us
+
+
+@dataclass
+class Output:
+    """What a command produced: data for --json, text for people, an exit code."""
+
+    data: Any
+    text: str = ""
+    code: ExitCode = ExitCode.OK
+
+
+@Parameter(name="*")
+@dataclass(frozen=True)
+class Common:
+    json: Annotated[bool, Parameter(name="--json", negative="")] = False
+    "Print machine-readable JSON on stdout."
+    repo: Annotated[str | None, Parameter(name=["--repo", "-C"])] = None
+    "Run as if started in this directory."
+
+
+@Parameter(name="*")
+@dataclass(frozen=True)
+class Who:
+    session: str | None = None
+    "Session scope id (default: $GITMEM_SESSION)."
+    capsule: str | None = None
+    "Capsule the event belongs to."
+    agent: str | None = None
+    "Agent scope id (default: $GITMEM_AGENT, or claude-code inside Claude Code)."
+
+    def kwargs(self, mem: Memory) -> dict[str, Any]:
+        out: dict[str, Any] = {"session": self.session, "agent": self.agent}
+        if self.capsule:
+            out["capsule"] = mem.get(self.capsule).id
+        return out
+
+
+DEFAULT_COMMON = Common()
+DEFAULT_WHO = Who()
+
+app = App(
+    name="git edda",
+    help="gitmem: durable, branch-aware memory for AI coding agents, stored in this git repository.",
+    version=__version__,
+    help_format="plaintext",
+)
+capsule_app = App(name="capsule", help="Open, close and list capsules (sessions, workflow steps).")
+app.command(capsule_app)
+
+
+def _open(common: Common) -> Memory:
+    return Memory.open(common.repo)
+
+
+def _line(event: Event) -> str:
+    return f"{event.id[:12]}  {format_time(event.time)}  {event.type:<13} {event.summary(90)}"
+
+
+def _written(event: Event, what: str) -> Output:
+    return Output(
+        event.to_json() | {"id": event.id},
+        f"{what} {event.id[:12]} on {event.branch or 'detached HEAD'}",
+    )
+
+
+@app.command
+def init(*, common: Common = DEFAULT_COMMON) -> Output:
+    """Set up gitmem in this repository (idempotent)."""
+    with _open(common) as mem:
+        info = mem.init()
+    return Output(
+        info,
+        f"gitmem ready in {info['repository']} (memory of branch {info['branch'] or 'detached HEAD'} at {info['memory_ref']})",
+    )
+
+
+@app.command
+def note(
+    text: str,
+    *,
+    tag: list[str] | None = None,
+    path: list[str] | None = None,
+    who: Who = DEFAULT_WHO,
+    common: Common = DEFAULT_COMMON,
+) -> Output:
+    """Record a note."""
+    with _open(common) as mem:
+        return _written(
+            mem.note(text, tags=tag or [], paths=path or [], **who.kwargs(mem)), "noted"
+        )
+
+
+@app.command
+def decide(
+    key: str,
+    value: str,
+    *,
+    reason: str = "",
+    scope: str = "",
+    path: list[str] | None = None,
+    tag: list[str] | None = None,
+    who: Who = DEFAULT_WHO,
+    common: Common = DEFAULT_COMMON,
+) -> Output:
+    """Record a decision KEY=VALUE; it supersedes the active decision on KEY."""
+    with _open(common) as mem:
+        event = mem.decide(
+            key,
+            value,
+            reason=reason,
+            scope=scope,
+            paths=path or [],
+            tags=tag or [],
+            **who.kwargs(mem),
+        )
+        status = (
+            "binding" if not event.scope.get("agent") else "proposed (not binding until ratified)"
+        )
+        out = _written(event, "decided")
+        out.text += f": {key} = {value}, {status}"
+        return out
+
+
+@app.command
+def ratify(
+    id: str, *, note: str = "", who: Who = DEFAULT_WHO, common: Common = DEFAULT_COMMON
+) -> Output:
+    """Ratify a decision, making it binding."""
+    with _open(common) as mem:
+        return _written(mem.ratify(id, note=note, **who.kwargs(mem)), "ratified with")
+
+
+@app.command
+def checkpoint(
+    *,
+    next: str = "",
+    summary: str = "",
+    hypothesis: list[str] | None = None,
+    rejected: list[str] | None = None,
+    question: list[str] | None = None,
+    path: list[str] | None = None,
+    who: Who = DEFAULT_WHO,
+    common: Common = DEFAULT_COMMON,
+) -> Output:
+    """Record a checkpoint: next step, hypotheses, rejected ideas ("idea: reason"), open questions."""
+    pairs = []
+    for item in rejected or []:
+        idea, _, why = item.partition(":")
+        pairs.append((idea.strip(), why.strip()))
+    with _open(common) as mem:
+        event = mem.checkpoint(
+            next=next,
+            summary=summary,
+            hypotheses=hypothesis or [],
+            rejected=pairs,
+            open_questions=question or [],
+            paths=path or [],
+            **who.kwargs(mem),
+        )
+        return _written(event, "checkpoint")
+
+
+@app.command
+def learn(
+    text: str,
+    *,
+    kind: Literal["learning", "pattern", "mistake"] = "learning",
+    topic: str = "",
+    path: list[str] | None = None,
+    tag: list[str] | None = None,
+    who: Who = DEFAULT_WHO,
+    common: Common = DEFAULT_COMMON,
+) -> Output:
+    """Record a learning, pattern or mistake."""
+    with _open(common) as mem:
+        return _written(
+            mem.learn(kind, text, topic=topic, paths=path or [], tags=tag or [], **who.kwargs(mem)),
+            f"{kind}",
+        )
+
+
+@app.command
+def log(
+    *,
+    type: list[str] | None = None,
+    session: list[str] | None = None,
+    capsule: list[str] | None = None,
+    actor: list[str] | None = None,
+    tag: list[str] | None = None,
+    path: list[str] | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    branch: str | None = None,
+    all_branches: bool = False,
+    limit: int | None = None,
+    no_redacted: bool = False,
+    now: str | None = None,
+    common: Common = DEFAULT_COMMON,
+) -> Output:
+    """List events, oldest first (filters combine; repeat an option for OR)."""
+    for name in type or []:
+        if name not in EVENT_TYPES:
+            raise UsageError(
+                f"unknown event type {name!r}", f"use one of: {', '.join(EVENT_TYPES)}"
+            )
+    now_us = parse_time(now, wall_us()) if now else wall_us()
+    with _open(common) as mem:
+        where = EventFilter(
+            types=type or (),
+            sessions=session or (),
+            actors=actor or (),
+            tags=tag or (),
+            paths=path or (),
+            capsules=[mem.get(c).id for c in capsule or []],
+            since=parse_time(since, now_us) if since else None,
+            until=parse_time(until, now_us) if until else None,
+            include_redacted=not no_redacted,
+        )
+        kw: dict[str, Any] = {"all_branches": all_branches, "limit": limit}
+        if branch is not None:
+            kw["branch"] = branch
+        events = mem.events(where, **kw)
+    return Output(
+        [e.to_json() | {"id": e.id, "branch": e.branch} for e in events],
+        "\n".join(_line(e) for e in events) or "no events",
+    )
+
+
+@app.command
+def show(id: str, *, common: Common = DEFAULT_COMMON) -> Output:
+    """Show one event in full (id or unique prefix)."""
+    with _open(common) as mem:
+        event = mem.get(id)
+    lines = [
+        f"id:      {event.id}",
+        f"type:    {event.type}",
+        f"time:    {format_time(event.time)} ({event.time})",
+        f"branch:  {event.branch or 'detached HEAD'}",
+        f"commit:  {event.commit}",
+    ]
+    lines += [f"{k + ':':<8} {v}" for k, v in sorted(event.scope.items()) if k != "branch"]
+    if event.capsule:
+        lines.append(f"capsule: {event.capsule}")
+    if event.redacted:
+        lines.append("body:    [redacted]")
+    elif event.body is None:
+        lines.append("body:    [payload missing: run 'git edda verify']")
+    else:
+        for key, value in sorted(event.body.items()):
+            lines.append(f"{key}: {value}")
+    return Output(
+        event.to_json() | {"id": event.id, "branch": event.branch, "commit": event.commit},
+        "\n".join(lines),
+    )
+
+
+@capsule_app.command(name="open")
+def capsule_open(
+    kind: Literal["session", "workflow", "node"],
+    *,
+    intent: str = "",
+    parent: str | None = None,
+    who: Who = DEFAULT_WHO,
+    common: Common = DEFAULT_COMMON,
+) -> Output:
+    """Open a capsule; prints its id."""
+    with _open(common) as mem:
+        parent_id = mem.get(parent).id if parent else None
+        return _written(
+            mem.open_capsule(kind, intent, parent=parent_id, **who.kwargs(mem)),
+            f"opened {kind} capsule",
+        )
+
+
+@capsule_app.command(name="close")
+def capsule_close(
+    id: str, *, summary: str = "", who: Who = DEFAULT_WHO, common: Common = DEFAULT_COMMON
+) -> Output:
+    """Close a capsule with a summary."""
+    with _open(common) as mem:
+        kwargs = who.kwargs(mem)
+        kwargs.pop("capsule", None)
+        return _written(mem.close_capsule(id, summary, **kwargs), "closed with")
+
+
+@capsule_app.command(name="list")
+def capsule_list(
+    *, open_only: bool = False, all_branches: bool = False, common: Common = DEFAULT_COMMON
+) -> Output:
+    """List capsules."""
+    with _open(common) as mem:
+        capsules = [
+            c for c in mem.capsules(all_branches=all_branches) if c.is_open or not open_only
+        ]
+    rows = [
+        f"{c.id[:12]}  {c.kind:<8} {'open  ' if c.is_open else 'closed'}  {c.events:>4} events  {c.intent}"
+        for c in capsules
+    ]
+    return Output(
+        [c.__dict__ | {"open": c.is_open} for c in capsules], "\n".join(rows) or "no capsules"
+    )
+
+
+@app.command
+def pin(
+    id: str,
+    *,
+    reason: str = "",
+    expires: str | None = None,
+    who: Who = DEFAULT_WHO,
+    common: Common = DEFAULT_COMMON,
+) -> Output:
+    """Pin an event (or summary:CAPSULE) into every context pack; --expires 2026-12-01 or 7d ahead."""
+    now = wall_us()
+    until = None
+    if expires:
+        until = parse_time(expires, now)
+        if expires.strip()[-1:] in "smhdw" and not expires.strip().isdigit():
+            until = now + (now - until)  # "7d" means seven days from now
+    with _open(common) as mem:
+        return _written(mem.pin(id, reason=reason, expires=until, **who.kwargs(mem)), "pinned with")
+
+
+@app.command
+def unpin(id: str, *, who: Who = DEFAULT_WHO, common: Common = DEFAULT_COMMON) -> Output:
+    """Remove a pin."""
+    with _open(common) as mem:
+        return _written(mem.unpin(id, **who.kwargs(mem)), "unpinned with")
+
+
+@app.command
+def pins(*, now: str | None = None, common: Common = DEFAULT_COMMON) -> Output:
+    """List pins in force (--now makes the answer reproducible)."""
+    now_us = parse_time(now, wall_us()) if now else wall_us()
+    with _open(common) as mem:
+        found = mem.pins(now=now_us)
+    rows = [
+        f"{p.pin.id[:12]}  -> {p.target[:20]:<20} {p.target_event.summary(60) if p.target_event else ''}"
+        for p in found
+    ]
+    data = [
+        {
+            "pin": p.pin.id,
+            "target": p.target,
+            "reason": p.pin.field("reason", ""),
+            "expires": p.pin.field("expires"),
+        }
+        for p in found
+    ]
+    return Output(data, "\n".join(rows) or "no pins")
+
+
+@app.command
+def redact(
+    id: str,
+    *,
+    reason: str,
+    purge: bool = False,
+    who: Who = DEFAULT_WHO,
+    common: Common = DEFAULT_COMMON,
+) -> Output:
+    """Remove an event's payload (its envelope stays); --purge also destroys the local bytes."""
+    with _open(common) as mem:
+        event = mem.redact(id, reason, **who.kwargs(mem))
+        data: dict[str, Any] = {"redaction": event.id, "target": event.field("target")}
+        text = f"redacted {str(event.field('target'))[:12]} (redaction {event.id[:12]})"
+        if purge:
+            data["purge"] = mem.purge()
+            text += f"; purged {data['purge']['destroyed']} object(s) from the local store"
+        else:
+            text += "; run 'git edda gc' to destroy the bytes in the local object store"
+    return Output(data, text + ". Rotate any leaked secret: remotes may still hold it.")
+
+
+@app.command
+def gc(*, common: Common = DEFAULT_COMMON) -> Output:
+    """Destroy redacted payload bytes in the local object store and repack."""
+    with _open(common) as mem:
+        result = mem.purge()
+    return Output(
+        result,
+        f"destroyed {result['destroyed']} redacted object(s); {result['still_referenced']} still used elsewhere",
+    )
+
+
+@app.command
+def verify(*, common: Common = DEFAULT_COMMON) -> Output:
+    """Re-derive every digest and link; exit 4 when anything is wrong."""
+    with _open(common) as mem:
+        report = mem.verify()
+    lines = [
+        f"checked {report.refs} ref(s), {report.commits} commit(s), {report.events} event(s), "
+        f"{report.payloads} payload(s), {report.redacted} redacted"
+    ]
+    lines += [f"problem: {p}" for p in report.problems]
+    lines += [f"warning: {w}" for w in report.warnings]
+    lines.append("ok" if report.ok else f"{len(report.problems)} problem(s) found")
+    return Output(
+        report.to_json(), "\n".join(lines), ExitCode.OK if report.ok else ExitCode.VERIFY_FAILED
+    )
+
+
+@app.command(name="export")
+def export_(
+    *,
+    output: Path | None = None,
+    format: Literal["json", "parquet"] = "json",
+    branch: str | None = None,
+    common: Common = DEFAULT_COMMON,
+) -> Output:
+    """Export memory (all branches unless --branch) as a JSON bundle or Parquet."""
+    from gitmem.memory.bundle import export_json, export_parquet
+
+    with _open(common) as mem:
+        events = mem.events(branch=branch) if branch else mem.events(all_branches=True)
+    if format == "parquet":
+        if output is None:
+            raise UsageError("--format parquet needs --output FILE")
+        export_parquet(events, output)
+        return Output(
+            {"events": len(events), "output": str(output)},
+            f"wrote {len(events)} events to {output}",
+        )
+    data = export_json(events)
+    if output is None:
+        sys.stdout.buffer.write(data)
+        return Output({"events": len(events)}, "")
+    output.write_bytes(data)
+    return Output(
+        {"events": len(events), "output": str(output)}, f"wrote {len(events)} events to {output}"
+    )
+
+
+@app.command(name="import")
+def import_(
+    file: Path,
+    *,
+    on_conflict: Literal["skip", "overwrite", "error"] = "skip",
+    dry_run: bool = False,
+    common: Common = DEFAULT_COMMON,
+) -> Output:
+    """Import a bundle written by export ('-' reads standard input)."""
+    from gitmem.memory.bundle import import_bundle
+
+    data = sys.stdin.buffer.read() if str(file) == "-" else _read(file)
+    with _open(common) as mem:
+        result = import_bundle(mem, data, strategy=on_conflict, dry_run=dry_run)
+    verb = "would import" if dry_run else "imported"
+    return Output(
+        result.to_json(),
+        f"{verb} {result.imported} event(s); {result.skipped} skipped, "
+        f"{result.overwritten} restored, {result.redactions_applied} redaction(s) applied",
+    )
+
+
+def _read(file: Path) -> bytes:
+    try:
+        return file.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {file}: {exc.strerror}", "check the path") from None
+
+
+@app.command
+def flush(*, common: Common = DEFAULT_COMMON) -> Output:
+    """Commit events waiting in the capture spool."""
+    with _open(common) as mem:
+        result = mem.flush()
+    text = f"flushed {result.events} event(s) from {result.files} spool file(s)"
+    if result.quarantined:
+        text += f"; {len(result.quarantined)} unreadable file(s) kept in {Path(result.quarantined[0]).parent}"
+    return Output(result.__dict__, text)
+
+
+@app.command
+def status(*, common: Common = DEFAULT_COMMON) -> Output:
+    """Summarise this repository's memory."""
+    with _open(common) as mem:
+        info = mem.status()
+    last = format_time(info["last_event_time"]) if info["last_event_time"] else "never"
+    text = (
+        f"repository: {info['repository']}\nbranch:     {info['branch'] or 'detached HEAD'} ({info['memory_ref']})\n"
+        f"events:     {info['events_on_branch']} on this branch, {info['events_total']} in all "
+        f"({info['redacted']} redacted) across {info['memory_refs']} memory ref(s)\n"
+        f"spool:      {info['spool_pending']} pending, {info['spool_quarantined']} quarantined\n"
+        f"last event: {last}\nbackend:    {info['backend']}, storage format {info['format']}"
+    )
+    return Output(info, text)
+
+
+__all__ = ["Output", "app"]

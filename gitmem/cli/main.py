@@ -1,0 +1,81 @@
+"""Entry point of ``git edda`` / ``gitmem``: run a command, print, map errors to exit codes.
+
+Commands (in :mod:`gitmem.cli.commands`) return an :class:`Output`; this
+module is the only place that prints results or errors and decides the exit
+code (through :func:`gitmem.errors.exit_code_for`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from gitmem.errors import ExitCode, GitmemError, exit_code_for
+
+
+def _log_internal_error(exc: BaseException) -> str | None:
+    """Append the traceback to <common dir>/edda/log/cli.log; return its path."""
+    try:
+        from gitmem.storage.locate import locate
+
+        log_dir = locate().state_dir / "log"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        path = log_dir / "cli.log"
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(f"--- {datetime.now(UTC).isoformat()} {' '.join(sys.argv)}\n")
+            handle.write("".join(traceback.format_exception(exc)))
+        return str(path)
+    except Exception:
+        return None
+
+
+def run(argv: Sequence[str]) -> int:
+    """Run ``git edda`` with ``argv``; return the exit code."""
+    from cyclopts import CycloptsError
+
+    from gitmem.cli.commands import Output, app
+
+    want_json = "--json" in argv
+    try:
+        result = app(
+            list(argv), exit_on_error=False, print_error=False, result_action="return_value"
+        )
+    except CycloptsError as exc:
+        message = " ".join(str(exc).split())
+        print(f"git edda: usage error: {message} (see 'git edda --help')", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    except GitmemError as exc:
+        if want_json:
+            error = {"code": int(exc.exit_code), "message": exc.message, "hint": exc.hint}
+            print(json.dumps({"error": error}, sort_keys=True))
+        print(f"git edda: error: {exc}", file=sys.stderr)
+        return int(exit_code_for(exc))
+    except KeyboardInterrupt:
+        print("git edda: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        where = _log_internal_error(exc)
+        detail = f" (details in {where})" if where else ""
+        print(f"git edda: internal error: {type(exc).__name__}: {exc}{detail}", file=sys.stderr)
+        return int(ExitCode.ERROR)
+    if isinstance(result, Output):
+        if want_json:
+            sys.stdout.write(
+                json.dumps(result.data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+            )
+        elif result.text:
+            sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
+        return int(result.code)
+    return int(ExitCode.OK)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    sys.exit(run(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()
