@@ -6,12 +6,13 @@ it on every tool call): :class:`Memory` is loaded on first access.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 __version__ = "0.1.0"
 __all__ = ["Memory", "__version__"]
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from gitmem.memory.api import Memory
 
 

@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
 
 from gitmem.capture.sealer import Draft, Sealer
 from gitmem.errors import GitmemError, UsageError, exit_code_for
 from gitmem.storage import spool
 from gitmem.storage.gitconfig import get_bool, read_config
 from gitmem.storage.locate import locate
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _FIELDS = ("type", "body", "session", "agent", "capsule", "branch", "time")
 
@@ -67,7 +70,7 @@ def capture(text: str, cwd: str | None = None) -> list[str]:
     config = read_config(location)
     sealed = Sealer(location, config).seal(parse_events(text))
     spool.write_spool(
-        location.state_dir,
+        location.state_path,
         [{"envelope": env, "body": body} for env, body in sealed],
         fsync=get_bool(config, "edda.fsync", True),
     )
@@ -83,8 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         ids = capture(sys.stdin.read(), cwd)
     except GitmemError as exc:
-        hint = f"\nhint: {exc.hint}" if exc.hint else ""
-        print(f"gitmem-capture: {exc.message}{hint}", file=sys.stderr)
+        # One line, like `git edda: error: …`: hooks surface only the first line.
+        print(f"gitmem-capture: {' '.join(str(exc).split())}", file=sys.stderr)
         return int(exit_code_for(exc))
     sys.stdout.write("".join(f"{i}\n" for i in ids))
     return 0

@@ -462,7 +462,7 @@ class Memory:
             "redacted": sum(e.redacted for e in self._events.values()),
             "memory_refs": len(self._per_ref),
             "spool_pending": len(spool.pending(state)),
-            "spool_quarantined": len(list((spool.spool_dir(state) / spool.BAD_DIR).glob("*.json"))),
+            "spool_quarantined": len(spool.quarantined(state)),
             "last_event_time": last,
         }
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 def purge(memory: Memory) -> dict[str, Any]:
     """Run the purge; returns how many blobs were destroyed and kept."""
     location = memory.location
-    cwd = location.workdir or location.git_dir
+    cwd = location.cwd
     purge_list = location.state_dir / PURGE_LIST
     with memory.ledger.locked():
         try:

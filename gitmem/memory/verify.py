@@ -176,8 +176,7 @@ def verify(memory: Memory) -> Report:
 
     if tree is not None:
         _verify_store(memory, tree, envelopes, report)
-    bad = spool.spool_dir(memory.location.state_dir) / spool.BAD_DIR
-    for path in sorted(bad.glob("*.json")) if bad.is_dir() else []:
+    for path in spool.quarantined(memory.location.state_dir):
         report.warnings.append(Problem(f"unreadable spool file kept aside: {path}"))
     return report
 

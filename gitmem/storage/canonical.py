@@ -18,11 +18,19 @@ third-party encoder. This module is on the hot path: standard library only.
 
 from __future__ import annotations
 
-import hashlib
 import json
-from typing import Any
+
 
 from gitmem.errors import UsageError
+
+try:  # the builtin module loads in microseconds; hashlib pulls in OpenSSL (~3 ms)
+    from _sha256 import sha256
+except ImportError:  # pragma: no cover - other Python builds
+    from hashlib import sha256
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 ID_HEX_LENGTH = 32  # 128 bits of SHA-256: collisions are not a practical concern
 _SURROGATES = {i: 0xFFFD for i in range(0xD800, 0xE000)}
@@ -95,12 +103,12 @@ def is_canonical(data: bytes) -> bool:
 
 def sha256_hex(data: bytes) -> str:
     """Hex SHA-256 of ``data``."""
-    return hashlib.sha256(data).hexdigest()
+    return sha256(data).hexdigest()
 
 
 def payload_digest(salt_hex: str, body_bytes: bytes) -> str:
     """The salted payload digest stored in an envelope: ``sha256:`` + hex."""
-    return "sha256:" + hashlib.sha256(bytes.fromhex(salt_hex) + body_bytes).hexdigest()
+    return "sha256:" + sha256(bytes.fromhex(salt_hex) + body_bytes).hexdigest()
 
 
 def event_id(envelope_without_id: dict[str, Any]) -> str:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from pathlib import Path
 
 CLOCK_FILE = "clock"
 
@@ -26,9 +25,9 @@ def wall_us() -> int:
     return time.time_ns() // 1000
 
 
-def _update(state_dir: Path, count: int, floor: int) -> int:
-    state_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(state_dir / CLOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+def _update(state_dir: str | os.PathLike[str], count: int, floor: int) -> int:
+    os.makedirs(state_dir, exist_ok=True)
+    fd = os.open(os.path.join(state_dir, CLOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         raw = os.pread(fd, 32, 0)
@@ -46,13 +45,13 @@ def _update(state_dir: Path, count: int, floor: int) -> int:
         os.close(fd)  # closing releases the flock
 
 
-def tick(state_dir: Path, count: int = 1, now_us: int | None = None) -> int:
+def tick(state_dir: str | os.PathLike[str], count: int = 1, now_us: int | None = None) -> int:
     """Reserve ``count`` consecutive clock values and return the first."""
     if count < 1:
         raise ValueError("count must be >= 1")
     return _update(state_dir, count, wall_us() if now_us is None else now_us)
 
 
-def observe(state_dir: Path, seen_us: int) -> None:
+def observe(state_dir: str | os.PathLike[str], seen_us: int) -> None:
     """Make every later tick exceed ``seen_us`` (called after merging foreign events)."""
     _update(state_dir, 1, seen_us + 1)

@@ -7,9 +7,12 @@ rewritable payload store. Standard library only (capture hot path).
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from gitmem.storage import canonical
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RECORD_VERSION = 1
 SALT_BYTES = 16

@@ -17,18 +17,18 @@ system/global/local precedence, which a hand-written parser would get wrong.
 
 from __future__ import annotations
 
-from gitmem.errors import GitError, UsageError
-from gitmem.storage.locate import RepoLocation, run_git
+from gitmem.errors import UsageError
+import os
+
+from gitmem.storage.locate import RepoLocation, read_git_output
 
 Config = dict[str, list[str]]
 
 
 def read_config(location: RepoLocation) -> Config:
     """All ``edda.*`` and ``user.*`` settings, keys lower-cased, values in file order."""
-    cwd = location.workdir or location.git_dir
-    try:
-        raw = run_git(["config", "-z", "--get-regexp", r"^(edda|user)\."], cwd)
-    except GitError:
+    raw = read_git_output(["config", "-z", "--get-regexp", r"^(edda|user)\."], location.cwd)
+    if raw is None:
         return {}  # git exits 1 when nothing matches
     config: Config = {}
     for record in raw.decode("utf-8", "replace").split("\0"):
@@ -82,9 +82,9 @@ def repo_scope_id(location: RepoLocation, config: Config) -> str:
     configured = get_last(config, "edda.repo")
     if configured:
         return configured
-    if location.workdir is not None:
-        return location.workdir.name
-    name = location.common_dir.name
+    if location.work_path is not None:
+        return os.path.basename(location.work_path)
+    name = os.path.basename(location.common_path)
     return name[:-4] if name.endswith(".git") and len(name) > 4 else name
 
 

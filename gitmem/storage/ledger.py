@@ -274,7 +274,7 @@ class Ledger:
             if landed:
                 for name in entry.get("files", []):
                     try:
-                        os.unlink(spool.spool_dir(self.state_dir) / name)
+                        os.unlink(os.path.join(spool.spool_dir(self.state_dir), name))
                         removed += 1
                     except FileNotFoundError:
                         pass
@@ -289,12 +289,12 @@ class Ledger:
                 return result
             batch: list[Sealed] = []
             by_ref: dict[str, list[str]] = {}
-            taken: list[Path] = []
+            taken: list[str] = []
             for path in files:
+                name = os.path.basename(path)
                 try:
                     items = [
-                        self._sealed_from_spool(raw, path.name)
-                        for raw in spool.read_spool_file(path)
+                        self._sealed_from_spool(raw, name) for raw in spool.read_spool_file(path)
                     ]
                 except FormatError:
                     result.quarantined.append(str(spool.quarantine(path)))
@@ -302,14 +302,14 @@ class Ledger:
                 batch.extend(items)
                 taken.append(path)
                 for item in items:
-                    by_ref.setdefault(item.ref, []).append(path.name)
+                    by_ref.setdefault(item.ref, []).append(name)
                 if len(batch) >= MAX_EVENTS_PER_FLUSH:
                     break
             if batch:
                 self.commit(batch, journal_files=by_ref)
             for path in taken:
                 try:
-                    path.unlink()
+                    os.unlink(path)
                 except FileNotFoundError:
                     pass
             spool.clear_journal(self.state_dir)

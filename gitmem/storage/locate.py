@@ -9,11 +9,12 @@ git CLI, which is always right.
 from __future__ import annotations
 
 import os
-import subprocess
-from dataclasses import dataclass
-from pathlib import Path
 
 from gitmem.errors import GitError, NotARepositoryError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 STATE_DIR_NAME = "edda"
 
@@ -32,27 +33,74 @@ GIT_LOCAL_ENV_VARS = (
 )
 
 
-@dataclass(frozen=True)
-class RepoLocation:
-    """Where a repository lives on disk."""
+def _path(text: str) -> Path:
+    from pathlib import Path  # not at import time: pathlib costs ~5 ms on the hook path
 
-    git_dir: Path  # the per-worktree git dir (== common_dir outside linked worktrees)
-    common_dir: Path  # shared by all worktrees: refs, objects, config, our state
-    workdir: Path | None  # None for a bare repository
+    return Path(text)
+
+
+class RepoLocation:
+    """Where a repository lives on disk.
+
+    Stored as strings (``*_path``) so the capture hot path never needs
+    pathlib; the ``Path`` properties are for everyone else.
+    """
+
+    __slots__ = ("common_path", "git_path", "work_path")
+
+    def __init__(self, git_path: str, common_path: str, work_path: str | None) -> None:
+        self.git_path = (
+            git_path  # the per-worktree git dir (== common dir outside linked worktrees)
+        )
+        self.common_path = common_path  # shared by all worktrees: refs, objects, config, our state
+        self.work_path = work_path  # None for a bare repository
+
+    def __repr__(self) -> str:
+        return f"RepoLocation({self.git_path!r}, {self.common_path!r}, {self.work_path!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RepoLocation) and (
+            (self.git_path, self.common_path, self.work_path)
+            == (other.git_path, other.common_path, other.work_path)
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.git_path, self.common_path, self.work_path))
+
+    @property
+    def git_dir(self) -> Path:
+        return _path(self.git_path)
+
+    @property
+    def common_dir(self) -> Path:
+        return _path(self.common_path)
+
+    @property
+    def workdir(self) -> Path | None:
+        return None if self.work_path is None else _path(self.work_path)
+
+    @property
+    def state_path(self) -> str:
+        """gitmem's own state (spool, clock, logs, sidecars) under the common dir."""
+        return os.path.join(self.common_path, STATE_DIR_NAME)
 
     @property
     def state_dir(self) -> Path:
-        """gitmem's own state (spool, clock, logs, sidecars) under the common dir."""
-        return self.common_dir / STATE_DIR_NAME
+        return _path(self.state_path)
+
+    @property
+    def cwd(self) -> str:
+        """Where to run git for this repository."""
+        return self.work_path or self.git_path
 
     @property
     def is_bare(self) -> bool:
-        return self.workdir is None
+        return self.work_path is None
 
     @property
     def uses_reftable(self) -> bool:
         """True when refs are stored in reftable format (pygit2 cannot open these)."""
-        return (self.common_dir / "reftable").is_dir()
+        return os.path.isdir(os.path.join(self.common_path, "reftable"))
 
 
 def clean_git_env() -> dict[str, str]:
@@ -63,8 +111,12 @@ def clean_git_env() -> dict[str, str]:
     return env
 
 
-def run_git(args: list[str], cwd: Path | str, input_bytes: bytes | None = None) -> bytes:
+def run_git(
+    args: list[str], cwd: str | os.PathLike[str], input_bytes: bytes | None = None
+) -> bytes:
     """Run git with a clean environment; raise GitError with git's message on failure."""
+    import subprocess  # lazily: the hook path uses read_git_output instead
+
     try:
         proc = subprocess.run(
             ["git", *args],
@@ -82,28 +134,64 @@ def run_git(args: list[str], cwd: Path | str, input_bytes: bytes | None = None) 
     return proc.stdout
 
 
-def _looks_like_git_dir(path: Path) -> bool:
-    return (path / "HEAD").is_file() and (path / "objects").is_dir()
+def read_git_output(args: list[str], cwd: str) -> bytes | None:
+    """stdout of a git command, or None when it fails; stderr is discarded.
 
-
-def _read_gitfile(path: Path) -> Path | None:
+    Uses posix_spawn and a pipe instead of the subprocess module, whose
+    import costs more than the call on the capture hot path.
+    """
+    read_fd, write_fd = os.pipe()
+    devnull = os.open(os.devnull, os.O_RDWR)
+    actions = [
+        (os.POSIX_SPAWN_DUP2, devnull, 0),
+        (os.POSIX_SPAWN_DUP2, write_fd, 1),
+        (os.POSIX_SPAWN_DUP2, devnull, 2),
+        (os.POSIX_SPAWN_CLOSE, read_fd),
+    ]
+    env = clean_git_env()
     try:
-        text = path.read_text(encoding="utf-8").strip()
+        pid = os.posix_spawnp("git", ["git", "-C", cwd, *args], env, file_actions=actions)
+    except OSError:
+        os.close(read_fd)
+        return None
+    finally:
+        os.close(write_fd)
+        os.close(devnull)
+    chunks = []
+    with os.fdopen(read_fd, "rb") as pipe:
+        while chunk := pipe.read(65536):
+            chunks.append(chunk)
+    _, status = os.waitpid(pid, 0)
+    return b"".join(chunks) if os.waitstatus_to_exitcode(status) == 0 else None
+
+
+def _looks_like_git_dir(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, "HEAD")) and os.path.isdir(
+        os.path.join(path, "objects")
+    )
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read().strip()
     except OSError:
         return None
-    if not text.startswith("gitdir:"):
+
+
+def _read_gitfile(path: str) -> str | None:
+    text = _read_text(path)
+    if text is None or not text.startswith("gitdir:"):
         return None
-    target = Path(text[len("gitdir:") :].strip())
-    return target if target.is_absolute() else (path.parent / target)
+    target = text[len("gitdir:") :].strip()
+    return target if os.path.isabs(target) else os.path.join(os.path.dirname(path), target)
 
 
-def _common_dir_of(git_dir: Path) -> Path:
-    try:
-        text = (git_dir / "commondir").read_text(encoding="utf-8").strip()
-    except OSError:
+def _common_dir_of(git_dir: str) -> str:
+    text = _read_text(os.path.join(git_dir, "commondir"))
+    if text is None:
         return git_dir
-    common = Path(text)
-    return (common if common.is_absolute() else git_dir / common).resolve()
+    return os.path.realpath(text if os.path.isabs(text) else os.path.join(git_dir, text))
 
 
 def locate(path: str | os.PathLike[str] | None = None) -> RepoLocation:
@@ -113,55 +201,53 @@ def locate(path: str | os.PathLike[str] | None = None) -> RepoLocation:
     Raises :class:`NotARepositoryError` when there is none.
     """
     if path is None and os.environ.get("GIT_DIR"):
-        git_dir = Path(os.environ["GIT_DIR"]).resolve()
+        git_dir = os.path.realpath(os.environ["GIT_DIR"])
         work = os.environ.get("GIT_WORK_TREE")
         common_env = os.environ.get("GIT_COMMON_DIR")
-        common = Path(common_env).resolve() if common_env else _common_dir_of(git_dir)
+        common = os.path.realpath(common_env) if common_env else _common_dir_of(git_dir)
         if work:
-            workdir: Path | None = Path(work).resolve()
-        elif common == git_dir and git_dir.name == ".git":
-            workdir = git_dir.parent
+            workdir: str | None = os.path.realpath(work)
+        elif common == git_dir and os.path.basename(git_dir) == ".git":
+            workdir = os.path.dirname(git_dir)
         else:
             workdir = _workdir_of(git_dir, common)
         return RepoLocation(git_dir, common, workdir)
-    start = Path(path if path is not None else os.getcwd()).resolve()
-    for candidate in (start, *start.parents):
-        dot_git = candidate / ".git"
-        if dot_git.is_dir() and _looks_like_git_dir(dot_git):
+    start = os.path.realpath(os.fspath(path) if path is not None else os.getcwd())
+    candidate = start
+    while True:
+        dot_git = os.path.join(candidate, ".git")
+        if os.path.isdir(dot_git) and _looks_like_git_dir(dot_git):
             return RepoLocation(dot_git, _common_dir_of(dot_git), candidate)
-        if dot_git.is_file():
+        if os.path.isfile(dot_git):
             git_dir = _read_gitfile(dot_git)
-            if git_dir is not None and git_dir.is_dir():
-                git_dir = git_dir.resolve()
+            if git_dir is not None and os.path.isdir(git_dir):
+                git_dir = os.path.realpath(git_dir)
                 return RepoLocation(git_dir, _common_dir_of(git_dir), candidate)
         if _looks_like_git_dir(candidate):
             common = _common_dir_of(candidate)
             return RepoLocation(candidate, common, _workdir_of(candidate, common))
+        parent = os.path.dirname(candidate)
+        if parent == candidate:
+            break
+        candidate = parent
     raise NotARepositoryError(
         f"not a git repository: {start}",
         "run inside a git repository, pass --repo PATH, or create one with 'git init'",
     )
 
 
-def _workdir_of(git_dir: Path, common: Path) -> Path | None:
+def _workdir_of(git_dir: str, common: str) -> str | None:
     """Work tree of a git dir we were pointed at directly (None when bare)."""
     if git_dir != common:  # a linked worktree's private dir names its work tree
-        gitfile = _read_text(git_dir / "gitdir")
-        return Path(gitfile).parent if gitfile else None
-    if git_dir.name == ".git":
-        return git_dir.parent
-    config = _read_text(git_dir / "config") or ""
+        gitfile = _read_text(os.path.join(git_dir, "gitdir"))
+        return os.path.dirname(gitfile) if gitfile else None
+    if os.path.basename(git_dir) == ".git":
+        return os.path.dirname(git_dir)
+    config = _read_text(os.path.join(git_dir, "config")) or ""
     for line in config.splitlines():
         if line.strip().replace(" ", "").lower() == "bare=false":
-            return git_dir.parent
+            return os.path.dirname(git_dir)
     return None
-
-
-def _read_text(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8").strip()
-    except OSError:
-        return None
 
 
 def head_ref(location: RepoLocation) -> str | None:
@@ -170,18 +256,15 @@ def head_ref(location: RepoLocation) -> str | None:
     The branch may be unborn (no commits yet). Reads the HEAD file directly and
     asks git only when the file does not say (reftable keeps a placeholder).
     """
-    text = _read_text(location.git_dir / "HEAD")
+    text = _read_text(os.path.join(location.git_path, "HEAD"))
     if text is not None and text.startswith("ref: "):
         target = text[5:].strip()
         if target != "refs/heads/.invalid":
             return target
     elif text is not None and len(text) in (40, 64):
         return None
-    try:
-        out = run_git(["symbolic-ref", "-q", "HEAD"], location.workdir or location.git_dir)
-    except GitError:
-        return None
-    return out.decode("utf-8").strip() or None
+    out = read_git_output(["symbolic-ref", "-q", "HEAD"], location.cwd)
+    return (out or b"").decode("utf-8").strip() or None
 
 
 def head_branch(location: RepoLocation) -> str | None:

@@ -14,7 +14,6 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from gitmem.errors import ConflictError
 
@@ -22,10 +21,11 @@ LOCK_FILE = "lock"
 
 
 @contextmanager
-def writer_lock(state_dir: Path, timeout: float = 120.0) -> Iterator[None]:
+def writer_lock(state_dir: str | os.PathLike[str], timeout: float = 120.0) -> Iterator[None]:
     """Hold the writer lock; raise ConflictError after ``timeout`` seconds of waiting."""
-    state_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(state_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    os.makedirs(state_dir, exist_ok=True)
+    path = os.path.join(state_dir, LOCK_FILE)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         deadline = time.monotonic() + timeout
         delay = 0.001
@@ -37,7 +37,7 @@ def writer_lock(state_dir: Path, timeout: float = 120.0) -> Iterator[None]:
                 if time.monotonic() > deadline:
                     raise ConflictError(
                         f"another gitmem process has held the writer lock for {timeout:.0f} s",
-                        f"wait for it to finish; 'fuser {state_dir / LOCK_FILE}' shows who holds it",
+                        f"wait for it to finish; 'fuser {path}' shows who holds it",
                     ) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.05)

@@ -15,11 +15,15 @@ undone by the next one without duplicating events. See spec/storage.md,
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import Any
 
 from gitmem.errors import FormatError
 from gitmem.storage import canonical
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    PathLike = str | os.PathLike[str]
 
 SPOOL_DIR = "spool"
 TMP_DIR = "tmp"
@@ -28,11 +32,11 @@ JOURNAL_FILE = "flush-journal.json"
 SPOOL_VERSION = 1
 
 
-def spool_dir(state_dir: Path) -> Path:
-    return state_dir / SPOOL_DIR
+def spool_dir(state_dir: PathLike) -> str:
+    return os.path.join(state_dir, SPOOL_DIR)
 
 
-def _fsync_dir(path: Path) -> None:
+def _fsync_dir(path: PathLike) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -40,9 +44,10 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path, data: bytes, *, fsync: bool = True) -> None:
+def write_atomic(path: str, data: bytes, *, fsync: bool = True) -> None:
     """Write ``data`` to ``path`` via a temporary file and a rename."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    head, name = os.path.split(path)
+    tmp = os.path.join(head, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         os.write(fd, data)
@@ -52,10 +57,10 @@ def write_atomic(path: Path, data: bytes, *, fsync: bool = True) -> None:
         os.close(fd)
     os.replace(tmp, path)
     if fsync:
-        _fsync_dir(path.parent)
+        _fsync_dir(head)
 
 
-def write_spool(state_dir: Path, items: list[dict[str, Any]], *, fsync: bool = True) -> Path:
+def write_spool(state_dir: PathLike, items: list[dict[str, Any]], *, fsync: bool = True) -> str:
     """Durably spool sealed events: ``items`` are ``{"envelope": …, "body": …}``.
 
     Returns the spool file's path. The file name sorts by the first event's time.
@@ -63,12 +68,12 @@ def write_spool(state_dir: Path, items: list[dict[str, Any]], *, fsync: bool = T
     if not items:
         raise ValueError("nothing to spool")
     directory = spool_dir(state_dir)
-    tmp_dir = directory / TMP_DIR
-    tmp_dir.mkdir(parents=True, exist_ok=True)
+    tmp_dir = os.path.join(directory, TMP_DIR)
+    os.makedirs(tmp_dir, exist_ok=True)
     first = min(int(item["envelope"]["time"]) for item in items)
     name = f"{first:020d}-{os.getpid()}-{os.urandom(4).hex()}.json"
     data = canonical.encode({"v": SPOOL_VERSION, "events": items})
-    tmp = tmp_dir / name
+    tmp = os.path.join(tmp_dir, name)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         os.write(fd, data)
@@ -76,14 +81,14 @@ def write_spool(state_dir: Path, items: list[dict[str, Any]], *, fsync: bool = T
             os.fsync(fd)
     finally:
         os.close(fd)
-    final = directory / name
+    final = os.path.join(directory, name)
     os.rename(tmp, final)
     if fsync:
         _fsync_dir(directory)
     return final
 
 
-def pending(state_dir: Path) -> list[Path]:
+def pending(state_dir: PathLike) -> list[str]:
     """Spool files waiting to be flushed, oldest first."""
     directory = spool_dir(state_dir)
     try:
@@ -91,47 +96,60 @@ def pending(state_dir: Path) -> list[Path]:
     except FileNotFoundError:
         return []
     names = [n for n in names if not n.startswith(".") and n != JOURNAL_FILE]
-    return [directory / n for n in sorted(names)]
+    return [os.path.join(directory, n) for n in sorted(names)]
 
 
-def read_spool_file(path: Path) -> list[dict[str, Any]]:
+def read_spool_file(path: str) -> list[dict[str, Any]]:
     """The events of one spool file; FormatError when it is unreadable."""
+    name = os.path.basename(path)
     try:
-        data = canonical.decode(path.read_bytes())
+        with open(path, "rb") as handle:
+            data = canonical.decode(handle.read())
     except (OSError, ValueError) as exc:
-        raise FormatError(f"spool file {path.name} is unreadable: {exc}") from exc
+        raise FormatError(f"spool file {name} is unreadable: {exc}") from exc
     if not isinstance(data, dict) or not isinstance(data.get("events"), list):
-        raise FormatError(f"spool file {path.name} has no event list")
+        raise FormatError(f"spool file {name} has no event list")
     if int(data.get("v", 0)) > SPOOL_VERSION:
-        raise FormatError(f"spool file {path.name} was written by a newer gitmem")
+        raise FormatError(f"spool file {name} was written by a newer gitmem")
     events: list[dict[str, Any]] = data["events"]
     for item in events:
         if not (isinstance(item, dict) and isinstance(item.get("envelope"), dict)):
-            raise FormatError(f"spool file {path.name} holds a malformed event")
+            raise FormatError(f"spool file {name} holds a malformed event")
     return events
 
 
-def quarantine(path: Path) -> Path:
+def quarantine(path: str) -> str:
     """Move an unreadable spool file aside (kept, never deleted) and return its new path."""
-    bad = path.parent / BAD_DIR
-    bad.mkdir(exist_ok=True)
-    target = bad / path.name
+    head, name = os.path.split(path)
+    bad = os.path.join(head, BAD_DIR)
+    os.makedirs(bad, exist_ok=True)
+    target = os.path.join(bad, name)
     os.replace(path, target)
     return target
 
 
-def journal_path(state_dir: Path) -> Path:
-    return spool_dir(state_dir) / JOURNAL_FILE
+def quarantined(state_dir: PathLike) -> list[str]:
+    """Spool files kept aside as unreadable."""
+    bad = os.path.join(spool_dir(state_dir), BAD_DIR)
+    try:
+        return sorted(os.path.join(bad, n) for n in os.listdir(bad) if n.endswith(".json"))
+    except FileNotFoundError:
+        return []
 
 
-def write_journal(state_dir: Path, entries: dict[str, Any], *, fsync: bool = True) -> None:
+def journal_path(state_dir: PathLike) -> str:
+    return os.path.join(spool_dir(state_dir), JOURNAL_FILE)
+
+
+def write_journal(state_dir: PathLike, entries: dict[str, Any], *, fsync: bool = True) -> None:
     """Record, before refs move, which commits carry which spool files."""
     write_atomic(journal_path(state_dir), canonical.encode(entries), fsync=fsync)
 
 
-def read_journal(state_dir: Path) -> dict[str, Any] | None:
+def read_journal(state_dir: PathLike) -> dict[str, Any] | None:
     try:
-        data = canonical.decode(journal_path(state_dir).read_bytes())
+        with open(journal_path(state_dir), "rb") as handle:
+            data = canonical.decode(handle.read())
     except FileNotFoundError:
         return None
     except ValueError:
@@ -139,8 +157,8 @@ def read_journal(state_dir: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else {}
 
 
-def clear_journal(state_dir: Path) -> None:
+def clear_journal(state_dir: PathLike) -> None:
     try:
-        journal_path(state_dir).unlink()
+        os.unlink(journal_path(state_dir))
     except FileNotFoundError:
         pass

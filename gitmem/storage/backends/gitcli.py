@@ -24,7 +24,7 @@ class GitCliBackend:
 
     def __init__(self, location: RepoLocation, *, fsync: bool = True) -> None:
         self.location = location
-        self._cwd = location.workdir or location.git_dir
+        self._cwd = location.cwd
         self._fsync = fsync
         self._batch: subprocess.Popen[bytes] | None = None
         fmt = self._git(["rev-parse", "--show-object-format"]).decode().strip() or "sha1"

@@ -1,0 +1,177 @@
+"""Generate ``formats/``: machine-readable schemas of every stored record.
+
+    python -m gitmem.records.schema formats/        # rewrite the files
+    python -m gitmem.records.schema --check formats/ # exit 1 when they differ
+
+JSON Schemas come from the msgspec Structs in :mod:`gitmem.records.types`;
+the spool file, bundle and ref layout schemas are defined here around them.
+``tests/test_formats.py`` fails when code and ``formats/`` disagree.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from gitmem.records.types import BODY_TYPES, Envelope
+from gitmem.storage import layout
+
+SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def _dump(doc: Any) -> bytes:
+    return (json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
+
+
+def _schema(cls: type, title: str, description: str) -> dict[str, Any]:
+    doc: dict[str, Any] = dict(msgspec.json.schema(cls))
+    doc["$schema"] = SCHEMA_DIALECT
+    doc["title"] = title
+    doc["description"] = description
+    return doc
+
+
+def generate() -> dict[str, bytes]:
+    """File name -> content of every schema in ``formats/``."""
+    files: dict[str, bytes] = {}
+    files["envelope.v1.schema.json"] = _dump(
+        _schema(
+            Envelope,
+            "gitmem event envelope (format v1)",
+            "Canonical JSON blob at events/NNNNNN in a memory commit. Kept forever; unknown fields are preserved.",
+        )
+    )
+    for name, cls in BODY_TYPES.items():
+        files[f"body.{name}.v1.schema.json"] = _dump(
+            _schema(
+                cls,
+                f"gitmem '{name}' event body (format v1)",
+                f"Canonical JSON blob at p/<id[:2]>/<id> in the payload store for events of type '{name}'. "
+                "Fields at their default are omitted; unknown fields are preserved; strings of at least "
+                f"{layout.ATTACHMENT_MIN_BYTES} UTF-8 bytes are stored as attachment references.",
+            )
+        )
+    envelope_ref = {"$ref": "envelope.v1.schema.json"}
+    files["attachment-ref.v1.schema.json"] = _dump(
+        {
+            "$schema": SCHEMA_DIALECT,
+            "title": "attachment reference inside a stored body",
+            "type": "object",
+            "properties": {
+                layout.ATTACHMENT_KEY: {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"},
+                "size": {"type": "integer", "minimum": 0},
+            },
+            "required": [layout.ATTACHMENT_KEY, "size"],
+            "additionalProperties": False,
+        }
+    )
+    files["spool-file.v1.schema.json"] = _dump(
+        {
+            "$schema": SCHEMA_DIALECT,
+            "title": "capture spool file (<common dir>/edda/spool/<time>-<pid>-<rand>.json)",
+            "type": "object",
+            "properties": {
+                "v": {"const": 1},
+                "events": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "properties": {"envelope": envelope_ref, "body": {"type": "object"}},
+                        "required": ["envelope", "body"],
+                    },
+                },
+            },
+            "required": ["v", "events"],
+        }
+    )
+    files["bundle.v1.schema.json"] = _dump(
+        {
+            "$schema": SCHEMA_DIALECT,
+            "title": "gitmem export bundle",
+            "type": "object",
+            "properties": {
+                "format": {"const": "gitmem-bundle"},
+                "version": {"const": 1},
+                "events": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "envelope": envelope_ref,
+                            "body": {"type": ["object", "null"]},
+                            "redacted": {"type": "boolean"},
+                        },
+                        "required": ["envelope", "body", "redacted"],
+                    },
+                },
+            },
+            "required": ["format", "version", "events"],
+        }
+    )
+    files["layout.v1.json"] = _dump(
+        {
+            "format": layout.FORMAT_VERSION,
+            "refs": {
+                "branch_chain": layout.BRANCH_PREFIX + "<branch, '%' -> '%25', '/' -> '%2F'>",
+                "detached_chain": layout.DETACHED_REF,
+                "payload_store": layout.PAYLOAD_REF,
+            },
+            "event_commit": {
+                "tree": {
+                    layout.EVENTS_DIR
+                    + "/NNNNNN": "envelope blob, NNNNNN = 6-digit position from 000000"
+                },
+                "trailers": [layout.FORMAT_TRAILER, layout.COUNT_TRAILER],
+                "identity": f"{layout.IDENTITY_NAME} <{layout.IDENTITY_EMAIL}>",
+                "time": "max event time in the commit, seconds, +0000",
+            },
+            "payload_commit": {
+                "parents": [],
+                "tree": {
+                    "p/<id[:2]>/<id>": "stored body blob",
+                    "b/<sha[:2]>/<sha256>": "attachment blob",
+                },
+                "trailers": [layout.FORMAT_TRAILER],
+                "time": 0,
+            },
+            "attachment_min_bytes": layout.ATTACHMENT_MIN_BYTES,
+            "state_dir": "<git common dir>/edda: spool/, clock, lock, purge-list, log/",
+        }
+    )
+    return files
+
+
+def diff(directory: Path) -> list[str]:
+    """Names of files in ``directory`` that differ from what the code generates."""
+    expected = generate()
+    stale = [
+        n
+        for n, data in expected.items()
+        if not (directory / n).exists() or (directory / n).read_bytes() != data
+    ]
+    extra = [p.name for p in directory.glob("*.json") if p.name not in expected]
+    return sorted(stale + extra)
+
+
+def main(argv: list[str]) -> int:
+    check = "--check" in argv
+    args = [a for a in argv if a != "--check"]
+    directory = Path(args[0] if args else "formats")
+    if check:
+        differing = diff(directory)
+        for name in differing:
+            print(f"out of date: {directory / name}", file=sys.stderr)
+        return 1 if differing else 0
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, data in generate().items():
+        (directory / name).write_bytes(data)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

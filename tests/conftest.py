@@ -1,0 +1,97 @@
+"""Shared fixtures: real git repositories in temp dirs, git identity and config isolated.
+
+One-line helpers:
+
+* ``make_repo(path, events=N, branches=M)``: a repository with N notes spread over M branches;
+* ``cli(repo, *args)``: run ``git edda`` in-process, returns (exit code, stdout, stderr);
+* ``git(repo, *args)``: run the real git CLI, returns stdout.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+@pytest.fixture(autouse=True)
+def isolated_git(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """No user or system git config, a fixed identity, no GIT_*/GITMEM_* leaking in."""
+    home = tmp_path_factory.mktemp("home")
+    config = home / ".gitconfig"
+    config.write_text(
+        "[user]\n\tname = Test User\n\temail = test@example.com\n"
+        '[init]\n\tdefaultBranch = main\n[protocol "file"]\n\tallow = always\n'
+    )
+    for name in list(os.environ):
+        if name.startswith(("GIT_", "GITMEM_")) or name in ("CLAUDECODE",):
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    yield
+
+
+def git(repo: Path | str, *args: str, input: str | None = None, check: bool = True) -> str:
+    """Run the real git CLI in ``repo`` and return its stdout."""
+    proc = subprocess.run(["git", *args], cwd=repo, input=input, capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr}")
+    return proc.stdout
+
+
+def init_repo(path: Path, *, bare: bool = False, commit: bool = True) -> Path:
+    """``git init`` (optionally bare) with one empty commit on main."""
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", *(["--bare"] if bare else []))
+    if commit and not bare:
+        git(path, "commit", "-q", "--allow-empty", "-m", "initial")
+    return path
+
+
+def make_repo(path: Path, events: int = 0, branches: int = 1, *, bare: bool = False) -> Path:
+    """A repository with ``events`` notes spread round-robin over ``branches`` branches
+    (``main``, ``b1``, ``b2`` …), committed in one batch per branch."""
+    from gitmem.capture.sealer import Draft
+    from gitmem.memory.api import Memory
+
+    init_repo(path, bare=bare)
+    names = ["main"] + [f"b{i}" for i in range(1, branches)]
+    for name in names[1:]:
+        git(path, "branch", name)
+    if events:
+        with Memory.open(path) as mem:
+            drafts = [
+                Draft(
+                    "note", {"text": f"note {i}", "tags": [f"t{i % 3}"]}, branch=names[i % branches]
+                )
+                for i in range(events)
+            ]
+            mem.append_many(drafts)
+    return path
+
+
+def cli(repo: Path | str, *args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
+    """Run ``git edda -C repo ARGS`` in a subprocess (real process, real exit code)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "gitmem.cli.main", *args, "-C", str(repo)],
+        input=stdin,
+        capture_output=True,
+    )
+    return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo")
