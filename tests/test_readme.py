@@ -1,0 +1,29 @@
+"""The README's promises: two commands in its first block, and CI runs the second."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def first_block() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    match = re.search(r"```sh\n(.*?)```", text, re.S)
+    assert match, "README.md has no ```sh block"
+    assert text.index(match.group(0)) < text.index("\n## "), "the command block must come first"
+    return [line for line in match.group(1).splitlines() if line.strip()]
+
+
+def test_readme_first_block_has_exactly_two_commands():
+    lines = first_block()
+    assert len(lines) == 2
+    install_and_run, test = lines
+    assert "pip install" in install_and_run and "git edda" in install_and_run
+    assert "pytest" in test and ".[dev]" in test
+
+
+def test_ci_runs_the_readme_test_command_verbatim():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert first_block()[1] in ci.splitlines()
