@@ -456,7 +456,7 @@ def export_(
 
 @app.command(name="import")
 def import_(
-    file: Path,
+    file: Annotated[Path, Parameter(allow_leading_hyphen=True)],
     *,
     on_conflict: Literal["skip", "overwrite", "error"] = "skip",
     dry_run: bool = False,

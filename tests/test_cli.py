@@ -1,0 +1,193 @@
+"""The git edda CLI: every command, --json everywhere, one-line errors, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import cli, git, init_repo
+
+COMMANDS = [
+    "init", "note", "decide", "ratify", "checkpoint", "log", "show", "capsule", "pin", "unpin",
+    "pins", "learn", "redact", "gc", "verify", "export", "import", "status", "flush",
+]
+
+
+def ok(repo, *args) -> str:
+    code, out, err = cli(repo, *args)
+    assert code == 0, f"{args}: exit {code}: {err}"
+    assert "Traceback" not in err
+    return out
+
+
+def ok_json(repo, *args):
+    return json.loads(ok(repo, *args, "--json"))
+
+
+def test_help_lists_every_command_with_a_description():
+    proc = subprocess.run([sys.executable, "-m", "gitmem.cli.main", "--help"], capture_output=True, text=True)
+    assert proc.returncode == 0
+    for name in COMMANDS:
+        line = next((ln for ln in proc.stdout.splitlines() if ln.strip(" │").startswith(name + " ")), None)
+        assert line is not None, f"{name} missing from --help"
+        assert len(line.strip(" │").split(None, 1)) == 2, f"{name} has no description"
+
+
+def test_git_subcommand_dispatch(repo, tmp_path):
+    """`git edda` works when git-edda is on PATH (as pip installs it)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    script = bindir / "git-edda"
+    script.write_text(f"#!/bin/sh\nexec {sys.executable} -m gitmem.cli.main \"$@\"\n")
+    script.chmod(0o755)
+    import os
+
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+    proc = subprocess.run(["git", "edda", "status", "--json"], cwd=repo, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["branch"] == "main"
+
+
+def test_full_workflow_with_json(repo):
+    info = ok_json(repo, "init")
+    assert info["memory_ref"] == "refs/edda/branches/main"
+    note = ok_json(repo, "note", "remember the milk", "--tag", "todo", "--path", "src/a.py")
+    assert note["body"] == {"text": "remember the milk", "tags": ["todo"], "paths": ["src/a.py"]}
+    d1 = ok_json(repo, "decide", "db", "postgres", "--reason", "jsonb")
+    d2 = ok_json(repo, "decide", "db", "sqlite", "--agent", "claude-code")
+    assert d2["body"]["supersedes"] == d1["id"]
+    assert "proposed" in ok(repo, "decide", "cache", "redis", "--agent", "bot")
+    ratified = ok_json(repo, "ratify", d2["id"][:8])
+    assert ratified["body"]["target"] == d2["id"]
+    cp = ok_json(repo, "checkpoint", "--next", "write tests", "--hypothesis", "tz bug",
+                 "--rejected", "retry loop: hides the bug", "--question", "which tz?")
+    assert cp["body"]["rejected"] == [{"idea": "retry loop", "reason": "hides the bug"}]
+    learned = ok_json(repo, "learn", "never mock git", "--kind", "mistake", "--topic", "tests")
+    assert learned["envelope"]["type"] == "mistake"
+    cap = ok_json(repo, "capsule", "open", "session", "--intent", "fix flaky test", "--session", "s1")
+    in_cap = ok_json(repo, "note", "inside", "--capsule", cap["id"][:10], "--session", "s1")
+    assert in_cap["envelope"]["capsule"] == cap["id"]
+    capsules = ok_json(repo, "capsule", "list")
+    assert capsules[0]["open"] is True and capsules[0]["events"] == 1
+    ok(repo, "capsule", "close", cap["id"], "--summary", "fixed")
+    assert ok_json(repo, "capsule", "list")[0]["open"] is False
+    code, _, err = cli(repo, "capsule", "close", cap["id"])
+    assert code == 2 and "already closed" in err
+
+    pin = ok_json(repo, "pin", note["id"], "--reason", "important", "--expires", "7d")
+    assert pin["body"]["expires"] > pin["envelope"]["time"]
+    assert [p["target"] for p in ok_json(repo, "pins")] == [note["id"]]
+    # --now after the expiry: the pin is gone, and the answer is reproducible
+    later = str(pin["body"]["expires"] + 1)
+    assert ok_json(repo, "pins", "--now", later) == []
+    ok(repo, "unpin", note["id"])
+    assert ok_json(repo, "pins") == []
+
+    events = ok_json(repo, "log")
+    assert [e["envelope"]["type"] for e in events][:3] == ["note", "decision", "decision"]
+    assert all(e["branch"] == "main" for e in events)
+    assert [e["id"] for e in ok_json(repo, "log", "--type", "decision")] == [d1["id"], d2["id"], events[3]["id"]]
+    assert [e["id"] for e in ok_json(repo, "log", "--path", "src/")] == [note["id"]]
+    assert [e["id"] for e in ok_json(repo, "log", "--tag", "todo")] == [note["id"]]
+    assert [e["id"] for e in ok_json(repo, "log", "--session", "s1")] == [cap["id"], in_cap["id"]]
+    assert [e["id"] for e in ok_json(repo, "log", "--capsule", cap["id"])][:2] == [cap["id"], in_cap["id"]]
+    assert len(ok_json(repo, "log", "--actor", "claude-code")) >= 1
+    assert len(ok_json(repo, "log", "--limit", "2")) == 2
+    assert ok_json(repo, "log", "--until", "2000-01-01") == []
+    assert len(ok_json(repo, "log", "--since", "1h")) == len(events)
+
+    shown = ok(repo, "show", note["id"][:6])
+    assert "remember the milk" in shown and note["id"] in shown
+    status = ok_json(repo, "status")
+    assert status["events_on_branch"] == len(events) and status["spool_pending"] == 0
+    assert ok_json(repo, "verify")["ok"] is True
+    assert ok_json(repo, "flush")["events"] == 0
+
+
+def test_log_text_output_is_one_line_per_event(repo):
+    ok(repo, "note", "first\nwith a second line")
+    ok(repo, "note", "second")
+    lines = ok(repo, "log").splitlines()
+    assert len(lines) == 2 and "first with a second line" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "needle"),
+    [
+        (["show", "zz"], 2, "is not an event id"),
+        (["show", "abcdef12"], 3, "no event with id"),
+        (["nosuchcommand"], 2, "usage error"),
+        (["note"], 2, "usage error"),
+        (["log", "--type", "nope"], 2, "unknown event type"),
+        (["log", "--since", "yesterday-ish"], 2, "cannot read the time"),
+        (["ratify", "0000"], 3, "no event"),
+        (["import", "/nonexistent/bundle.json"], 2, "cannot read"),
+        (["redact", "0000", "--reason", ""], 2, "needs a reason"),
+        (["export", "--format", "parquet"], 2, "--output"),
+    ],
+)
+def test_errors_are_one_line_with_exit_code(repo, args, code, needle):
+    got, out, err = cli(repo, *args)
+    assert got == code, (got, err)
+    assert needle in err
+    assert len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
+
+
+def test_json_errors_are_machine_readable(repo):
+    code, out, err = cli(repo, "show", "abcdef12", "--json")
+    assert code == 3
+    assert json.loads(out)["error"]["code"] == 3
+
+
+def test_not_a_repository(tmp_path):
+    code, _, err = cli(tmp_path, "status")
+    assert code == 3 and "not a git repository" in err and "hint" in err
+
+
+def test_ratify_refuses_non_decisions(repo):
+    note = ok_json(repo, "note", "x")
+    code, _, err = cli(repo, "ratify", note["id"])
+    assert code == 2 and "not a decision" in err
+
+
+def test_ambiguous_prefix(repo):
+    from gitmem.capture.sealer import Draft
+    from gitmem.memory.api import Memory
+
+    with Memory.open(repo) as mem:  # 1,000 ids: a shared 4-hex prefix is near-certain
+        ids = [e.id for e in mem.append_many([Draft("note", {"text": f"n{i}"}) for i in range(1000)])]
+    seen: dict[str, str] = {}
+    prefix = next(i[:4] for i in ids if seen.setdefault(i[:4], i) != i)
+    code, _, err = cli(repo, "show", prefix)
+    assert code == 2 and "matches" in err
+
+
+def test_export_import_via_cli(repo, tmp_path):
+    ok(repo, "note", "portable")
+    bundle = tmp_path / "b.json"
+    ok(repo, "export", "--output", str(bundle))
+    other = init_repo(tmp_path / "other")
+    dry = ok_json(other, "import", str(bundle), "--dry-run")
+    assert dry["imported"] == 1 and dry["dry_run"] is True
+    assert ok_json(other, "log") == []
+    assert ok_json(other, "import", str(bundle))["imported"] == 1
+    code, out, _ = cli(other, "export")
+    assert code == 0 and out.encode() == bundle.read_bytes()
+    # stdin import, everything conflicts and is skipped
+    code, out, err = cli(other, "import", "-", "--json", stdin=bundle.read_bytes())
+    assert code == 0, err
+    assert json.loads(out)["skipped"] == 1
+    code, _, err = cli(other, "import", str(bundle), "--on-conflict", "error")
+    assert code == 5 and "already exists" in err
+
+
+def test_internal_errors_are_logged_not_dumped(repo):
+    """A corrupt ref (pointing at a blob) is an error line, not a traceback."""
+    blob = git(repo, "hash-object", "-w", "--stdin", input="junk").strip()
+    git(repo, "update-ref", "refs/edda/branches/main", blob)
+    code, _, err = cli(repo, "log")
+    assert code == 1
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
