@@ -161,7 +161,20 @@ def verify(memory: Memory) -> Report:
         ref, commit = where[eid]
         if eid in redactions:
             report.redacted += 1
-            if tree is not None and backend.read_path(tree, layout.payload_path(eid)) is not None:
+            try:
+                still_there = tree is not None and backend.read_path(tree, layout.payload_path(eid))
+            except Exception as exc:
+                report.problems.append(
+                    Problem(
+                        f"payload store unreadable: {_error_text(exc)}",
+                        ref,
+                        commit,
+                        event=eid,
+                        field="payload",
+                    )
+                )
+                continue
+            if still_there:
                 report.problems.append(
                     Problem(
                         "payload of a redacted event is still in the store",
@@ -175,7 +188,14 @@ def verify(memory: Memory) -> Report:
         _verify_payload(memory, tree, eid, env, ref, commit, report)
 
     if tree is not None:
-        _verify_store(memory, tree, envelopes, report)
+        try:
+            _verify_store(memory, tree, envelopes, report)
+        except Exception as exc:  # an unreadable tree of the store: report, never raise
+            report.problems.append(
+                Problem(
+                    f"payload store unreadable: {_error_text(exc)}", layout.PAYLOAD_REF, payload_tip
+                )
+            )
     for path in spool.quarantined(memory.location.state_dir):
         report.warnings.append(Problem(f"unreadable spool file kept aside: {path}"))
     return report

@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import json
 
-
 from gitmem.errors import UsageError
 
 try:  # the builtin module loads in microseconds; hashlib pulls in OpenSSL (~3 ms)
-    from _sha256 import sha256
+    from _sha256 import sha256  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - other Python builds
     from hashlib import sha256
 
@@ -103,12 +102,12 @@ def is_canonical(data: bytes) -> bool:
 
 def sha256_hex(data: bytes) -> str:
     """Hex SHA-256 of ``data``."""
-    return sha256(data).hexdigest()
+    return str(sha256(data).hexdigest())
 
 
 def payload_digest(salt_hex: str, body_bytes: bytes) -> str:
     """The salted payload digest stored in an envelope: ``sha256:`` + hex."""
-    return "sha256:" + sha256(bytes.fromhex(salt_hex) + body_bytes).hexdigest()
+    return "sha256:" + str(sha256(bytes.fromhex(salt_hex) + body_bytes).hexdigest())
 
 
 def event_id(envelope_without_id: dict[str, Any]) -> str:

@@ -22,7 +22,7 @@ def seal(
     event_type: str,
     body: dict[str, Any],
     *,
-    scope: dict[str, str],
+    scope: dict[str, str | None],
     time_us: int,
     capsule: str | None = None,
     salt_hex: str | None = None,

@@ -17,9 +17,9 @@ system/global/local precedence, which a hand-written parser would get wrong.
 
 from __future__ import annotations
 
-from gitmem.errors import UsageError
 import os
 
+from gitmem.errors import UsageError
 from gitmem.storage.locate import RepoLocation, read_git_output
 
 Config = dict[str, list[str]]

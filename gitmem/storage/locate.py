@@ -219,10 +219,10 @@ def locate(path: str | os.PathLike[str] | None = None) -> RepoLocation:
         if os.path.isdir(dot_git) and _looks_like_git_dir(dot_git):
             return RepoLocation(dot_git, _common_dir_of(dot_git), candidate)
         if os.path.isfile(dot_git):
-            git_dir = _read_gitfile(dot_git)
-            if git_dir is not None and os.path.isdir(git_dir):
-                git_dir = os.path.realpath(git_dir)
-                return RepoLocation(git_dir, _common_dir_of(git_dir), candidate)
+            pointed = _read_gitfile(dot_git)
+            if pointed is not None and os.path.isdir(pointed):
+                pointed = os.path.realpath(pointed)
+                return RepoLocation(pointed, _common_dir_of(pointed), candidate)
         if _looks_like_git_dir(candidate):
             common = _common_dir_of(candidate)
             return RepoLocation(candidate, common, _workdir_of(candidate, common))
