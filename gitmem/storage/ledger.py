@@ -100,7 +100,8 @@ class Ledger:
         restore_payloads: Sequence[Sealed] = (),
     ) -> dict[str, str]:
         """Commit ``events`` (grouped per memory ref, one commit each) and their
-        payloads in one ref transaction. Caller holds the writer lock.
+        payloads: the payload store first, then the event refs in one ref
+        transaction (all in one when removing payloads). Caller holds the writer lock.
 
         ``remove_payloads`` names events whose payloads leave the store
         (redaction); the removed blob ids are appended to the purge list so
@@ -118,6 +119,24 @@ class Ledger:
         refs = [*groups, layout.PAYLOAD_REF]
         made: dict[str, str] = {}
         removed_blobs: list[str] = []
+        if not remove_payloads:
+            # A transaction over several refs is not atomic (git and libgit2
+            # rename the ref locks one by one): land the payloads first, so a
+            # crash in between leaves at worst an orphan payload, never an
+            # event (maybe an acknowledged spooled one) without its payload.
+            for ref in groups:
+                tip = self.backend.read_ref(ref)
+                if tip is not None:
+                    check_format(self.backend.read_commit(tip).message, f"memory ref {ref}")
+            stored = [*events, *restore_payloads]
+            transact(
+                self.backend,
+                [layout.PAYLOAD_REF],
+                lambda cur: {
+                    layout.PAYLOAD_REF: self._payload_commit(cur[layout.PAYLOAD_REF], stored, ())[0]
+                },
+            )
+            refs = list(groups)
 
         def build(current: Mapping[str, str | None]) -> dict[str, str | None]:
             new: dict[str, str | None] = {}
@@ -126,10 +145,11 @@ class Ledger:
                 if tip is not None:
                     check_format(self.backend.read_commit(tip).message, f"memory ref {ref}")
                 new[ref] = self._event_commit(items, tip, layout.branch_of_ref(ref))
-            new[layout.PAYLOAD_REF], removed = self._payload_commit(
-                current[layout.PAYLOAD_REF], [*events, *restore_payloads], remove_payloads
-            )
-            removed_blobs[:] = removed
+            if layout.PAYLOAD_REF in current:
+                new[layout.PAYLOAD_REF], removed = self._payload_commit(
+                    current[layout.PAYLOAD_REF], [*events, *restore_payloads], remove_payloads
+                )
+                removed_blobs[:] = removed
             if journal_files is not None:
                 entries = {
                     ref: {"commit": new[ref], "files": sorted(journal_files.get(ref, []))}
@@ -140,7 +160,8 @@ class Ledger:
             made.update({r: c for r, c in new.items() if c is not None})
             return new
 
-        transact(self.backend, refs, build)
+        if refs:
+            transact(self.backend, refs, build)
         if removed_blobs:
             with open(self.state_dir / PURGE_LIST, "a", encoding="ascii") as handle:
                 handle.write("".join(f"{oid}\n" for oid in removed_blobs))
@@ -260,6 +281,8 @@ class Ledger:
         if journal is None:
             return 0
         removed = 0
+        landed_refs: set[str] = set()
+        named: dict[str, set[str]] = {}  # spool file -> refs whose commit carries its events
         for ref, entry in journal.items():
             if not isinstance(entry, dict):
                 continue
@@ -272,12 +295,32 @@ class Ledger:
                 and self.backend.is_ancestor(commit, tip)
             )
             if landed:
-                for name in entry.get("files", []):
-                    try:
-                        os.unlink(os.path.join(spool.spool_dir(self.state_dir), name))
-                        removed += 1
-                    except FileNotFoundError:
-                        pass
+                landed_refs.add(ref)
+            for name in entry.get("files", []):
+                named.setdefault(name, set()).add(ref)
+        for name, refs in named.items():
+            path = os.path.join(spool.spool_dir(self.state_dir), name)
+            if not refs & landed_refs:
+                continue
+            if not refs <= landed_refs:
+                # The ref transaction landed in part (refs move one by one) and
+                # this file has events for several refs: keep the ones not landed.
+                try:
+                    keep = [
+                        raw
+                        for raw in spool.read_spool_file(path)
+                        if Sealed(raw["envelope"], None).ref not in landed_refs
+                    ]
+                except FormatError:
+                    continue
+                data = canonical.encode({"v": spool.SPOOL_VERSION, "events": keep})
+                spool.write_atomic(path, data, fsync=self.fsync)
+                continue
+            try:
+                os.unlink(path)
+                removed += 1
+            except FileNotFoundError:
+                pass
         spool.clear_journal(self.state_dir)
         return removed
 

@@ -7,6 +7,7 @@ Reads go through one long-lived ``git cat-file --batch``; ref updates through
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 from collections.abc import Iterable, Sequence
 from typing import IO
@@ -138,6 +139,11 @@ class GitCliBackend:
         found, data = self._cat(oid)
         if found != kind:
             raise GitError(f"object {oid} is a {found}, expected a {kind}")
+        # cat-file does not check hashes (libgit2 does): verify must see swapped bytes
+        algo = "sha1" if len(oid) == 40 else "sha256"
+        actual = hashlib.new(algo, b"%s %d\0%s" % (kind.encode(), len(data), data)).hexdigest()
+        if actual != oid:
+            raise GitError(f"object {oid} is unreadable: object hash mismatch (got {actual})")
         return data
 
     def read_blob(self, oid: str) -> bytes:
