@@ -127,7 +127,7 @@ class Finding(_Frozen):
     replaced by ``[REDACTED:<detector>]``.
     """
 
-    __slots__ = ("detector", "start", "end")
+    __slots__ = ("detector", "end", "start")
     detector: str
     start: int
     end: int
@@ -141,7 +141,7 @@ class Finding(_Frozen):
 class ScrubResult(_Frozen):
     """The scrubbed text and what was masked in it, in text order."""
 
-    __slots__ = ("text", "findings")
+    __slots__ = ("findings", "text")
     text: str
     findings: tuple[Finding, ...]
 

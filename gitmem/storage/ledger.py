@@ -14,17 +14,17 @@ from pathlib import Path
 from typing import Any
 
 from gitmem.errors import FormatError, FormatTooNewError, GitError
-from gitmem.storage import canonical, layout, spool
+from gitmem.storage import canonical, layout, maintenance, spool
 from gitmem.storage.backends.base import (
     EMPTY_TREE_MARK,
     Backend,
-    TreeEntry,
     edit_tree,
     transact,
 )
 from gitmem.storage.envelope import envelope_problems
 from gitmem.storage.locate import RepoLocation
 from gitmem.storage.lock import writer_lock
+from gitmem.storage.objects import ObjectBatch
 
 MAX_EVENTS_PER_FLUSH = 5000
 PURGE_LIST = "purge-list"  # blob ids of removed payloads, for purge()
@@ -100,92 +100,105 @@ class Ledger:
         restore_payloads: Sequence[Sealed] = (),
     ) -> dict[str, str]:
         """Commit ``events`` (grouped per memory ref, one commit each) and their
-        payloads: the payload store first, then the event refs in one ref
-        transaction (all in one when removing payloads). Caller holds the writer lock.
+        payloads. Caller holds the writer lock. Returns ref -> new commit.
 
-        ``remove_payloads`` names events whose payloads leave the store
-        (redaction); the removed blob ids are appended to the purge list so
-        ``purge()`` can destroy them. ``restore_payloads`` puts back payloads of
-        events already in the chain (import with overwrite).
-        With ``journal_files`` (ref -> spool file names), the flush journal is
-        written after the commits exist and before any ref moves.
-        Returns ref -> new commit.
+        A transaction over several refs is not atomic (git and libgit2 rename
+        the ref locks one by one), so the steps are ordered for safe crashes:
+
+        1. new payloads (and ``restore_payloads``) land in the payload store;
+        2. the event refs move; with ``journal_files`` (ref -> spool file
+           names) the flush journal is written first, before any ref moves;
+        3. ``remove_payloads`` (redaction) leave the payload store; their blob
+           ids go to the purge list for ``purge()``.
+
+        A crash between steps leaves an orphan payload (after 1) or a recorded
+        redaction whose payload is still present (after 2, completed by
+        redacting again), never an event without its payload.
         """
         groups: dict[str, list[Sealed]] = {}
         for item in events:
             groups.setdefault(item.ref, []).append(item)
         for items in groups.values():
             items.sort(key=lambda s: (s.envelope["time"], s.envelope["id"]))
-        refs = [*groups, layout.PAYLOAD_REF]
+        for ref in groups:  # refuse before anything moves
+            tip = self.backend.read_ref(ref)
+            if tip is not None:
+                check_format(self.backend.read_commit(tip).message, f"memory ref {ref}")
+
+        stored = [s for s in [*events, *restore_payloads] if s.body is not None]
+        if stored:
+
+            def build_payloads(current: Mapping[str, str | None]) -> dict[str, str | None]:
+                batch = ObjectBatch()
+                tip, _ = self._payload_commit(batch, current[layout.PAYLOAD_REF], stored, ())
+                self._write(batch)
+                return {layout.PAYLOAD_REF: tip}
+
+            transact(self.backend, [layout.PAYLOAD_REF], build_payloads)
+
         made: dict[str, str] = {}
-        removed_blobs: list[str] = []
-        if not remove_payloads:
-            # A transaction over several refs is not atomic (git and libgit2
-            # rename the ref locks one by one): land the payloads first, so a
-            # crash in between leaves at worst an orphan payload, never an
-            # event (maybe an acknowledged spooled one) without its payload.
-            for ref in groups:
-                tip = self.backend.read_ref(ref)
-                if tip is not None:
-                    check_format(self.backend.read_commit(tip).message, f"memory ref {ref}")
-            stored = [*events, *restore_payloads]
-            transact(
-                self.backend,
-                [layout.PAYLOAD_REF],
-                lambda cur: {
-                    layout.PAYLOAD_REF: self._payload_commit(cur[layout.PAYLOAD_REF], stored, ())[0]
-                },
-            )
-            refs = list(groups)
+        if groups:
 
-        def build(current: Mapping[str, str | None]) -> dict[str, str | None]:
-            new: dict[str, str | None] = {}
-            for ref, items in groups.items():
-                tip = current[ref]
-                if tip is not None:
-                    check_format(self.backend.read_commit(tip).message, f"memory ref {ref}")
-                new[ref] = self._event_commit(items, tip, layout.branch_of_ref(ref))
-            if layout.PAYLOAD_REF in current:
-                new[layout.PAYLOAD_REF], removed = self._payload_commit(
-                    current[layout.PAYLOAD_REF], [*events, *restore_payloads], remove_payloads
+            def build_events(current: Mapping[str, str | None]) -> dict[str, str | None]:
+                batch = ObjectBatch()
+                new: dict[str, str | None] = {}
+                for ref, items in groups.items():
+                    tip = current[ref]
+                    if tip is not None:
+                        check_format(self.backend.read_commit(tip).message, f"memory ref {ref}")
+                    new[ref] = self._event_commit(batch, items, tip, layout.branch_of_ref(ref))
+                self._write(batch)
+                if journal_files is not None:
+                    entries = {
+                        ref: {"commit": new[ref], "files": sorted(journal_files.get(ref, []))}
+                        for ref in groups
+                    }
+                    spool.write_journal(self.state_dir, entries, fsync=self.fsync)
+                made.clear()
+                made.update({r: c for r, c in new.items() if c is not None})
+                return new
+
+            transact(self.backend, list(groups), build_events)
+
+        if remove_payloads:
+            removed_blobs: list[str] = []
+
+            def build_removal(current: Mapping[str, str | None]) -> dict[str, str | None]:
+                batch = ObjectBatch()
+                tip, removed = self._payload_commit(
+                    batch, current[layout.PAYLOAD_REF], (), remove_payloads
                 )
+                self._write(batch)
                 removed_blobs[:] = removed
-            if journal_files is not None:
-                entries = {
-                    ref: {"commit": new[ref], "files": sorted(journal_files.get(ref, []))}
-                    for ref in groups
-                }
-                spool.write_journal(self.state_dir, entries, fsync=self.fsync)
-            made.clear()
-            made.update({r: c for r, c in new.items() if c is not None})
-            return new
+                return {layout.PAYLOAD_REF: tip}
 
-        if refs:
-            transact(self.backend, refs, build)
-        if removed_blobs:
-            with open(self.state_dir / PURGE_LIST, "a", encoding="ascii") as handle:
-                handle.write("".join(f"{oid}\n" for oid in removed_blobs))
+            transact(self.backend, [layout.PAYLOAD_REF], build_removal)
+            if removed_blobs:
+                with open(self.state_dir / PURGE_LIST, "a", encoding="ascii") as handle:
+                    handle.write("".join(f"{oid}\n" for oid in removed_blobs))
         return {ref: made[ref] for ref in groups}
 
-    def _event_commit(self, items: list[Sealed], parent: str | None, branch: str | None) -> str:
+    def _write(self, batch: ObjectBatch) -> None:
+        """Write a transaction's new objects (before any ref moves)."""
+        present = [oid for oid in batch.objects if self.backend.has_object(oid)]
+        objects_dir = os.path.join(self.location.common_path, "objects")
+        batch.write(objects_dir, fsync=self.fsync, skip=present)
+        maintenance.maybe_gc(self.location, objects_dir)
+
+    def _event_commit(
+        self, batch: ObjectBatch, items: list[Sealed], parent: str | None, branch: str | None
+    ) -> str:
         entries = [
-            TreeEntry(
-                layout.entry_name(i),
-                layout.MODE_BLOB,
-                self.backend.write_blob(canonical.encode(s.envelope)),
-            )
+            (layout.entry_name(i), layout.MODE_BLOB, batch.blob(canonical.encode(s.envelope)))
             for i, s in enumerate(items)
         ]
-        events_tree = self.backend.write_tree(entries)
-        root = self.backend.write_tree(
-            [TreeEntry(layout.EVENTS_DIR, layout.MODE_TREE, events_tree)]
-        )
+        root = batch.tree([(layout.EVENTS_DIR, layout.MODE_TREE, batch.tree(entries))])
         message = layout.commit_message([s.envelope for s in items], branch)
         when = max(s.envelope["time"] for s in items) // 1_000_000
-        return self.backend.write_commit(root, [parent] if parent else [], message, when)
+        return batch.commit(root, [parent] if parent else [], message, when)
 
     def _payload_commit(
-        self, tip: str | None, events: Sequence[Sealed], remove: Sequence[str]
+        self, batch: ObjectBatch, tip: str | None, events: Sequence[Sealed], remove: Sequence[str]
     ) -> tuple[str, list[str]]:
         root = self.payload_tree(tip)
         changes: dict[str, str | None] = {}
@@ -210,11 +223,9 @@ class Ledger:
                 continue
             stored, attachments = layout.split_attachments(item.body)
             for sha, data in attachments.items():
-                changes[layout.attachment_path(sha)] = self.backend.write_blob(data)
-            changes[layout.payload_path(item.envelope["id"])] = self.backend.write_blob(
-                canonical.encode(stored)
-            )
-        return self.write_payload_tree(root, changes), removed
+                changes[layout.attachment_path(sha)] = batch.blob(data)
+            changes[layout.payload_path(item.envelope["id"])] = batch.blob(canonical.encode(stored))
+        return self.payload_snapshot(batch, root, changes), removed
 
     def _orphaned_attachments(
         self, root: str | None, event_id: str, shas: list[str], removing: Sequence[str]
@@ -240,18 +251,20 @@ class Ledger:
             for entry in self.backend.read_tree(fan.oid):
                 yield entry.name, (entry.oid, canonical.decode(self.backend.read_blob(entry.oid)))
 
-    def write_payload_tree(self, root: str | None, changes: Mapping[str, str | None]) -> str:
+    def payload_snapshot(
+        self, batch: ObjectBatch, root: str | None, changes: Mapping[str, str | None]
+    ) -> str:
         """A new payload-store commit: ``root`` with ``changes`` applied.
 
         Parentless, fixed identity and time 0: the same payloads give the same
         commit on every clone, and replaced snapshots become unreachable, which
         is what lets redaction really remove bytes.
         """
-        tree = edit_tree(self.backend, root, changes)
+        tree = edit_tree(self.backend, batch, root, changes)
         if tree == EMPTY_TREE_MARK:
-            tree = self.backend.write_tree([])
+            tree = batch.tree([])
         message = f"gitmem payload store\n\n{layout.FORMAT_TRAILER}: {layout.FORMAT_VERSION}\n"
-        return self.backend.write_commit(tree, [], message, 0)
+        return batch.commit(tree, [], message, 0)
 
     def append(self, events: Sequence[Sealed]) -> dict[str, str]:
         """Commit sealed events under the writer lock (first flushing the spool,

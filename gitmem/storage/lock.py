@@ -40,7 +40,8 @@ def writer_lock(state_dir: str | os.PathLike[str], timeout: float = 120.0) -> It
                         f"wait for it to finish; 'fuser {path}' shows who holds it",
                     ) from None
                 time.sleep(delay)
-                delay = min(delay * 2, 0.05)
+                # short polls: holders keep the lock for milliseconds
+                delay = min(delay * 2, 0.005)
         yield
     finally:
         os.close(fd)

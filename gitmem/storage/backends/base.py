@@ -1,4 +1,7 @@
-"""What gitmem needs from git: a small object-and-ref interface.
+"""What gitmem needs from git: reading objects and moving refs.
+
+New objects are not written through a backend: a transaction serialises them
+itself and writes one packfile (:mod:`gitmem.storage.objects`).
 
 Two implementations: :mod:`.libgit2` (pygit2, in-process, fast) and
 :mod:`.gitcli` (the git command, for repositories pygit2 cannot open, such as
@@ -46,9 +49,6 @@ class Backend(Protocol):
 
     def read_ref(self, name: str) -> str | None: ...
     def list_refs(self, prefix: str) -> dict[str, str]: ...
-    def write_blob(self, data: bytes) -> str: ...
-    def write_tree(self, entries: Iterable[TreeEntry]) -> str: ...
-    def write_commit(self, tree: str, parents: Sequence[str], message: str, time_s: int) -> str: ...
     def read_blob(self, oid: str) -> bytes: ...
     def read_tree(self, oid: str) -> list[TreeEntry]: ...
     def read_commit(self, oid: str) -> CommitInfo: ...
@@ -75,16 +75,23 @@ def transact(
             return backend.try_update(sorted(set(refs)), build)
         except RefBusy:
             time.sleep(delay * (0.5 + random.random()))
-            delay = min(delay * 2, 0.05)
+            delay = min(delay * 2, 0.02)
     raise ConflictError(
         f"could not update {', '.join(refs)}: the refs stayed locked or kept moving",
         "another process may be stuck holding a lock; retry, or check for stale *.lock files",
     )
 
 
-def edit_tree(backend: Backend, root: str | None, changes: Mapping[str, str | None]) -> str:
+class TreeWriter(Protocol):
+    def tree(self, entries: Iterable[tuple[str, int, str]]) -> str: ...
+
+
+def edit_tree(
+    backend: Backend, writer: TreeWriter, root: str | None, changes: Mapping[str, str | None]
+) -> str:
     """Apply ``path -> blob oid`` (None deletes) to the tree ``root`` and return the new tree.
 
+    Reads existing trees from ``backend``, writes new ones through ``writer``.
     Only the subtrees on changed paths are rewritten. Empty subtrees vanish.
     """
     entries: dict[str, TreeEntry] = {}
@@ -106,16 +113,16 @@ def edit_tree(backend: Backend, root: str | None, changes: Mapping[str, str | No
     for name, sub_changes in nested.items():
         old = entries.get(name)
         old_tree = old.oid if old is not None and old.mode == MODE_TREE else None
-        new_tree = edit_tree(backend, old_tree, sub_changes)
+        new_tree = edit_tree(backend, writer, old_tree, sub_changes)
         if new_tree == EMPTY_TREE_MARK:
             entries.pop(name, None)
         else:
             entries[name] = TreeEntry(name, MODE_TREE, new_tree)
     if not entries:
         return EMPTY_TREE_MARK
-    return backend.write_tree(entries.values())
+    return writer.tree(entries.values())
 
 
 # edit_tree's private answer for "no entries left"; callers writing a root
-# tree turn it into a real empty tree with write_tree([]).
+# tree turn it into a real empty tree with writer.tree([]).
 EMPTY_TREE_MARK = ""

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import IO
 
 from gitmem.errors import GitError
 from gitmem.storage.backends.base import Builder, CommitInfo, RefBusy, TreeEntry
-from gitmem.storage.layout import IDENTITY_EMAIL, IDENTITY_NAME, MODE_TREE
+from gitmem.storage.layout import MODE_TREE
 from gitmem.storage.locate import RepoLocation, clean_git_env, run_git
 
 
@@ -81,39 +81,6 @@ class GitCliBackend:
         return {ref: new.get(ref, current[ref]) for ref in refs}
 
     # objects ----------------------------------------------------------------
-    def write_blob(self, data: bytes) -> str:
-        return self._git(["hash-object", "-w", "--stdin"], data).decode().strip()
-
-    def write_tree(self, entries: Iterable[TreeEntry]) -> str:
-        parts = []
-        for e in entries:
-            kind = "tree" if e.mode == MODE_TREE else "blob"
-            parts.append(f"{e.mode:06o} {kind} {e.oid}\t{e.name}\0")
-        return self._git(["mktree", "-z"], "".join(parts).encode()).decode().strip()
-
-    def write_commit(self, tree: str, parents: Sequence[str], message: str, time_s: int) -> str:
-        args = ["commit-tree", tree]
-        for parent in parents:
-            args += ["-p", parent]
-        env = clean_git_env()
-        date = f"@{time_s} +0000"
-        env.update(
-            GIT_AUTHOR_NAME=IDENTITY_NAME,
-            GIT_AUTHOR_EMAIL=IDENTITY_EMAIL,
-            GIT_AUTHOR_DATE=date,
-            GIT_COMMITTER_NAME=IDENTITY_NAME,
-            GIT_COMMITTER_EMAIL=IDENTITY_EMAIL,
-            GIT_COMMITTER_DATE=date,
-        )
-        proc = subprocess.run(
-            ["git", *args], cwd=self._cwd, input=message.encode(), capture_output=True, env=env
-        )
-        if proc.returncode != 0:
-            raise GitError(
-                f"git commit-tree failed: {proc.stderr.decode(errors='replace').strip()}"
-            )
-        return proc.stdout.decode().strip()
-
     def _cat(self, oid: str) -> tuple[str, bytes]:
         if self._batch is None:
             self._batch = subprocess.Popen(

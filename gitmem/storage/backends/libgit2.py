@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from gitmem.errors import DependencyError, GitError
 from gitmem.storage.backends.base import Builder, CommitInfo, RefBusy, TreeEntry
-from gitmem.storage.layout import IDENTITY_EMAIL, IDENTITY_NAME
 from gitmem.storage.locate import RepoLocation
 
 # A ref lock older than this, found while we hold gitmem's writer lock, was
@@ -64,17 +63,22 @@ class Libgit2Backend:
 
     def try_update(self, refs: Sequence[str], build: Builder) -> dict[str, str | None]:
         pygit2 = self._pg
+        # Build first, lock second: objects are written while no ref lock is
+        # held, so a process killed while writing leaves no stale *.lock.
+        # Under the lock the refs must still be what build() saw (CAS).
+        current = {ref: self.read_ref(ref) for ref in refs}
+        new = dict(build(current))
+        for ref in new:
+            if ref not in current:
+                raise ValueError(f"build() returned unlocked ref {ref}")
         try:
             with self.repo.transaction() as txn:
                 for ref in refs:
                     self._lock(txn, ref)
-                # Read only after locking: nobody can move these refs now, so
-                # what build() sees is what we replace (compare-and-swap).
-                current = {ref: self.read_ref(ref) for ref in refs}
-                new = dict(build(current))
+                for ref in refs:
+                    if self.read_ref(ref) != current[ref]:
+                        raise RefBusy(f"{ref} moved")
                 for ref, target in new.items():
-                    if ref not in current:
-                        raise ValueError(f"build() returned unlocked ref {ref}")
                     if target == current[ref]:
                         continue
                     if target is None:
@@ -100,22 +104,6 @@ class Libgit2Backend:
             raise
 
     # objects ----------------------------------------------------------------
-    def write_blob(self, data: bytes) -> str:
-        return str(self.repo.create_blob(data))
-
-    def write_tree(self, entries: Iterable[TreeEntry]) -> str:
-        builder = self.repo.TreeBuilder()
-        for entry in entries:
-            builder.insert(entry.name, self._pg.Oid(hex=entry.oid), entry.mode)
-        return str(builder.write())
-
-    def write_commit(self, tree: str, parents: Sequence[str], message: str, time_s: int) -> str:
-        sig = self._pg.Signature(IDENTITY_NAME, IDENTITY_EMAIL, time_s, 0)
-        oid = self.repo.create_commit(
-            None, sig, sig, message, self._pg.Oid(hex=tree), [self._pg.Oid(hex=p) for p in parents]
-        )
-        return str(oid)
-
     def _get(self, oid: str, kind: str) -> Any:
         try:
             obj = self.repo[oid]
