@@ -422,6 +422,11 @@ class Memory:
             if target.type == "redaction":
                 raise UsageError("a redaction record cannot itself be redacted")
             if target.redacted:
+                # A crash between recording a redaction and removing the
+                # payload leaves the payload behind: finish the job.
+                if self.ledger.stored_body(self.ledger.payload_tree(), target.id) is not None:
+                    self.ledger.commit([], remove_payloads=[target.id])
+                    self._cache_key = None
                 for event in self._events.values():
                     if event.type == "redaction" and event.field("target") == target.id:
                         return event

@@ -177,7 +177,7 @@ def verify(memory: Memory) -> Report:
             if still_there:
                 report.problems.append(
                     Problem(
-                        "payload of a redacted event is still in the store",
+                        "payload of a redacted event is still in the store (redact it again to finish)",
                         ref,
                         commit,
                         event=eid,

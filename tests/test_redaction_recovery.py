@@ -1,0 +1,31 @@
+"""Redaction is two ref updates; a crash between them is finished by redacting again."""
+
+from __future__ import annotations
+
+from conftest import make_repo
+
+from gitmem.capture.sealer import Draft
+from gitmem.memory.api import Memory
+from gitmem.storage.ledger import Sealed
+
+
+def test_redacting_again_finishes_an_interrupted_redaction(tmp_path):
+    """A crash after the redaction event landed but before the payload left."""
+    repo = make_repo(tmp_path / "r")
+    with Memory.open(repo) as mem:
+        target = mem.note("secret-ish text")
+        envelope, body = mem.sealer.seal(
+            [
+                __import__("gitmem.capture.sealer", fromlist=["Draft"]).Draft(
+                    "redaction", {"target": target.id, "reason": "r"}
+                )
+            ]
+        )[0]
+        with mem.ledger.locked():
+            mem.ledger.commit([Sealed(envelope, body)])  # event only: the "crash" skips step 3
+    with Memory.open(repo) as mem:
+        report = mem.verify()
+        assert not report.ok and "redact it again" in str(report.problems[0])
+        again = mem.redact(target.id, "again")
+        assert again.id == envelope["id"]
+        assert mem.verify().ok
