@@ -10,8 +10,25 @@ import pytest
 from conftest import cli, git, init_repo
 
 COMMANDS = [
-    "init", "note", "decide", "ratify", "checkpoint", "log", "show", "capsule", "pin", "unpin",
-    "pins", "learn", "redact", "gc", "verify", "export", "import", "status", "flush",
+    "init",
+    "note",
+    "decide",
+    "ratify",
+    "checkpoint",
+    "log",
+    "show",
+    "capsule",
+    "pin",
+    "unpin",
+    "pins",
+    "learn",
+    "redact",
+    "gc",
+    "verify",
+    "export",
+    "import",
+    "status",
+    "flush",
 ]
 
 
@@ -27,10 +44,14 @@ def ok_json(repo, *args):
 
 
 def test_help_lists_every_command_with_a_description():
-    proc = subprocess.run([sys.executable, "-m", "gitmem.cli.main", "--help"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gitmem.cli.main", "--help"], capture_output=True, text=True
+    )
     assert proc.returncode == 0
     for name in COMMANDS:
-        line = next((ln for ln in proc.stdout.splitlines() if ln.strip(" │").startswith(name + " ")), None)
+        line = next(
+            (ln for ln in proc.stdout.splitlines() if ln.strip(" │").startswith(name + " ")), None
+        )
         assert line is not None, f"{name} missing from --help"
         assert len(line.strip(" │").split(None, 1)) == 2, f"{name} has no description"
 
@@ -40,12 +61,14 @@ def test_git_subcommand_dispatch(repo, tmp_path):
     bindir = tmp_path / "bin"
     bindir.mkdir()
     script = bindir / "git-edda"
-    script.write_text(f"#!/bin/sh\nexec {sys.executable} -m gitmem.cli.main \"$@\"\n")
+    script.write_text(f'#!/bin/sh\nexec {sys.executable} -m gitmem.cli.main "$@"\n')
     script.chmod(0o755)
     import os
 
     env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
-    proc = subprocess.run(["git", "edda", "status", "--json"], cwd=repo, env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        ["git", "edda", "status", "--json"], cwd=repo, env=env, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["branch"] == "main"
 
@@ -61,12 +84,24 @@ def test_full_workflow_with_json(repo):
     assert "proposed" in ok(repo, "decide", "cache", "redis", "--agent", "bot")
     ratified = ok_json(repo, "ratify", d2["id"][:8])
     assert ratified["body"]["target"] == d2["id"]
-    cp = ok_json(repo, "checkpoint", "--next", "write tests", "--hypothesis", "tz bug",
-                 "--rejected", "retry loop: hides the bug", "--question", "which tz?")
+    cp = ok_json(
+        repo,
+        "checkpoint",
+        "--next",
+        "write tests",
+        "--hypothesis",
+        "tz bug",
+        "--rejected",
+        "retry loop: hides the bug",
+        "--question",
+        "which tz?",
+    )
     assert cp["body"]["rejected"] == [{"idea": "retry loop", "reason": "hides the bug"}]
     learned = ok_json(repo, "learn", "never mock git", "--kind", "mistake", "--topic", "tests")
     assert learned["envelope"]["type"] == "mistake"
-    cap = ok_json(repo, "capsule", "open", "session", "--intent", "fix flaky test", "--session", "s1")
+    cap = ok_json(
+        repo, "capsule", "open", "session", "--intent", "fix flaky test", "--session", "s1"
+    )
     in_cap = ok_json(repo, "note", "inside", "--capsule", cap["id"][:10], "--session", "s1")
     assert in_cap["envelope"]["capsule"] == cap["id"]
     capsules = ok_json(repo, "capsule", "list")
@@ -88,11 +123,18 @@ def test_full_workflow_with_json(repo):
     events = ok_json(repo, "log")
     assert [e["envelope"]["type"] for e in events][:3] == ["note", "decision", "decision"]
     assert all(e["branch"] == "main" for e in events)
-    assert [e["id"] for e in ok_json(repo, "log", "--type", "decision")] == [d1["id"], d2["id"], events[3]["id"]]
+    assert [e["id"] for e in ok_json(repo, "log", "--type", "decision")] == [
+        d1["id"],
+        d2["id"],
+        events[3]["id"],
+    ]
     assert [e["id"] for e in ok_json(repo, "log", "--path", "src/")] == [note["id"]]
     assert [e["id"] for e in ok_json(repo, "log", "--tag", "todo")] == [note["id"]]
     assert [e["id"] for e in ok_json(repo, "log", "--session", "s1")] == [cap["id"], in_cap["id"]]
-    assert [e["id"] for e in ok_json(repo, "log", "--capsule", cap["id"])][:2] == [cap["id"], in_cap["id"]]
+    assert [e["id"] for e in ok_json(repo, "log", "--capsule", cap["id"])][:2] == [
+        cap["id"],
+        in_cap["id"],
+    ]
     assert len(ok_json(repo, "log", "--actor", "claude-code")) >= 1
     assert len(ok_json(repo, "log", "--limit", "2")) == 2
     assert ok_json(repo, "log", "--until", "2000-01-01") == []
@@ -158,7 +200,9 @@ def test_ambiguous_prefix(repo):
     from gitmem.memory.api import Memory
 
     with Memory.open(repo) as mem:  # 1,000 ids: a shared 4-hex prefix is near-certain
-        ids = [e.id for e in mem.append_many([Draft("note", {"text": f"n{i}"}) for i in range(1000)])]
+        ids = [
+            e.id for e in mem.append_many([Draft("note", {"text": f"n{i}"}) for i in range(1000)])
+        ]
     seen: dict[str, str] = {}
     prefix = next(i[:4] for i in ids if seen.setdefault(i[:4], i) != i)
     code, _, err = cli(repo, "show", prefix)
