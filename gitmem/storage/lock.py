@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,11 +21,26 @@ from gitmem.errors import ConflictError
 LOCK_FILE = "lock"
 
 
+# (lock path, thread) -> depth. flock is not re-entrant across file
+# descriptors: a thread that holds the lock and reaches code that takes it
+# again (redact -> read -> flush the spool) would wait on itself forever.
+_held: dict[tuple[str, int], int] = {}
+
+
 @contextmanager
 def writer_lock(state_dir: str | os.PathLike[str], timeout: float = 120.0) -> Iterator[None]:
-    """Hold the writer lock; raise ConflictError after ``timeout`` seconds of waiting."""
+    """Hold the writer lock (re-entrant within a thread); raise ConflictError
+    after ``timeout`` seconds of waiting for another holder."""
     os.makedirs(state_dir, exist_ok=True)
-    path = os.path.join(state_dir, LOCK_FILE)
+    path = os.path.realpath(os.path.join(state_dir, LOCK_FILE))
+    key = (path, threading.get_ident())
+    if key in _held:
+        _held[key] += 1
+        try:
+            yield
+        finally:
+            _held[key] -= 1
+        return
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         deadline = time.monotonic() + timeout
@@ -42,6 +58,10 @@ def writer_lock(state_dir: str | os.PathLike[str], timeout: float = 120.0) -> It
                 time.sleep(delay)
                 # short polls: holders keep the lock for milliseconds
                 delay = min(delay * 2, 0.005)
-        yield
+        _held[key] = 1
+        try:
+            yield
+        finally:
+            del _held[key]
     finally:
         os.close(fd)

@@ -1,0 +1,461 @@
+"""``verify``: every kind of damage to the store is reported, never raised.
+
+Damage is done the way it happens in the wild: bytes overwritten on disk, or
+objects and refs rewritten with git plumbing (pygit2), never by calling
+gitmem's own writers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pygit2
+import pytest
+from conftest import cli, make_repo
+
+from gitmem.memory.api import Memory
+from gitmem.storage import canonical, layout
+from gitmem.storage.envelope import seal
+
+BACKENDS = ["libgit2", "git-cli"]
+
+
+def loose_object(repo: Path, oid: str) -> Path:
+    path = repo / ".git" / "objects" / oid[:2] / oid[2:]
+    assert path.is_file(), f"{oid} is not a loose object"
+    return path
+
+
+def overwrite(path: Path, data: bytes) -> None:
+    os.chmod(path, 0o644)  # git writes objects read-only
+    path.write_bytes(data)
+
+
+def no_traceback(*texts: str) -> None:
+    for text in texts:
+        assert "Traceback" not in text
+        assert 'File "' not in text
+
+
+def located(repo: Path) -> list[Any]:
+    with Memory.open(repo) as mem:
+        return list(mem.ledger.envelopes())
+
+
+def payload_commit(pg: pygit2.Repository) -> pygit2.Commit:
+    return pg[pg.references[layout.PAYLOAD_REF].target]
+
+
+def rewrite_payload_store(repo: Path, changes: dict[str, bytes | None]) -> None:
+    """Replace the payload snapshot by one with ``changes`` (path -> blob bytes, None removes)."""
+    pg = pygit2.Repository(str(repo))
+    old = payload_commit(pg)
+    index = pygit2.Index()
+    index.read_tree(old.tree)
+    for path, data in changes.items():
+        if data is None:
+            index.remove(path)
+        else:
+            index.add(pygit2.IndexEntry(path, pg.create_blob(data), pygit2.GIT_FILEMODE_BLOB))
+    tree = index.write_tree(pg)
+    new = pg.create_commit(None, old.author, old.committer, old.message, tree, [])
+    pg.references.create(layout.PAYLOAD_REF, new, force=True)
+
+
+def rewrite_envelope(repo: Path, ref: str, event_id: str, mutate: Callable[[dict], None]) -> str:
+    """Rewrite the chain of ``ref`` with ``event_id``'s envelope changed by ``mutate``
+    (its ``id`` left as it was). Returns the new blob id."""
+    pg = pygit2.Repository(str(repo))
+    chain = []  # tip first
+    oid = pg.references[ref].target
+    while True:
+        commit = pg[oid]
+        chain.append(commit)
+        events = pg[commit.tree[layout.EVENTS_DIR].id]
+        hit = [e for e in events if json.loads(pg[e.id].data)["id"] == event_id]
+        if hit:
+            break
+        assert len(commit.parent_ids) == 1, "event not found in the first-parent chain"
+        oid = commit.parent_ids[0]
+    target = chain[-1]
+    envelope = json.loads(pg[hit[0].id].data)
+    mutate(envelope)
+    blob = pg.create_blob(canonical.encode(envelope))
+    events_builder = pg.TreeBuilder(events)
+    events_builder.insert(hit[0].name, blob, pygit2.GIT_FILEMODE_BLOB)
+    root_builder = pg.TreeBuilder(target.tree)
+    root_builder.insert(layout.EVENTS_DIR, events_builder.write(), pygit2.GIT_FILEMODE_TREE)
+    parent = pg.create_commit(
+        None, target.author, target.committer, target.message, root_builder.write(),
+        list(target.parent_ids),
+    )  # fmt: skip
+    for commit in reversed(chain[:-1]):
+        parent = pg.create_commit(
+            None, commit.author, commit.committer, commit.message, commit.tree_id, [parent]
+        )
+    pg.references.create(ref, parent, force=True)
+    return str(blob)
+
+
+@pytest.fixture
+def chain_repo(tmp_path: Path) -> Path:
+    """Three commits on main's memory (a batch of 3 notes, then 2 single notes), one on b1."""
+    repo = make_repo(tmp_path / "repo", events=4, branches=2)
+    with Memory.open(repo) as mem:
+        mem.note("fourth note", tags=["x"])
+        mem.note("fifth note")
+    return repo
+
+
+# clean stores ------------------------------------------------------------------------
+
+
+def test_clean_store_verifies(chain_repo: Path) -> None:
+    with Memory.open(chain_repo) as mem:
+        big = mem.note("B" * (layout.ATTACHMENT_MIN_BYTES + 10))
+        target = mem.note("to be redacted")
+        mem.redact(target.id, "test")
+        mem.append("note", {"text": "detached"}, branch=None)
+        report = mem.verify()
+    assert report.ok, report.problems
+    assert report.problems == []
+    assert report.refs == 3  # main, b1, detached
+    assert report.events == 10
+    assert report.redacted == 1
+    assert report.payloads == 9
+    assert big.body is not None
+
+    code, out, err = cli(chain_repo, "verify")
+    assert code == 0, out + err
+    assert out.splitlines()[-1] == "ok"
+    assert "problem" not in out
+    assert err == ""
+
+
+def test_empty_repository_verifies(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "empty")
+    with Memory.open(repo) as mem:
+        report = mem.verify()
+    assert report.ok
+    assert (report.refs, report.events) == (0, 0)
+    code, out, _ = cli(repo, "verify")
+    assert code == 0
+    assert out.strip().endswith("ok")
+
+
+# objects damaged on disk -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_corrupted_envelope_object_is_reported(
+    chain_repo: Path, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    victim = next(loc for loc in located(chain_repo) if loc.envelope["type"] == "note")
+    overwrite(loose_object(chain_repo, victim.blob), b"\x00this is not a zlib stream" * 4)
+
+    with Memory.open(chain_repo, backend=backend) as mem:
+        report = mem.verify()
+    assert not report.ok
+    hits = [p for p in report.problems if p.object == victim.blob]
+    assert hits, report.problems
+    assert hits[0].ref == victim.ref
+    assert hits[0].commit == victim.commit
+
+    monkeypatch.setenv("GITMEM_BACKEND", backend)
+    code, out, err = cli(chain_repo, "verify")
+    assert code == 4, out + err
+    assert victim.blob in out
+    assert "problem(s) found" in out
+    no_traceback(out, err)
+
+    code, out, err = cli(chain_repo, "verify", "--json")
+    assert code == 4
+    data = json.loads(out)
+    assert data["ok"] is False
+    assert any(p.get("object") == victim.blob for p in data["problems"])
+    no_traceback(out, err)
+
+
+def test_object_whose_bytes_do_not_match_its_hash_is_reported(chain_repo: Path) -> None:
+    """A well-formed loose object whose content no longer hashes to its name."""
+    victim = located(chain_repo)[0]
+    forged = canonical.encode({"v": 1, "forged": True})
+    overwrite(
+        loose_object(chain_repo, victim.blob),
+        zlib.compress(b"blob %d\x00" % len(forged) + forged),
+    )
+    with Memory.open(chain_repo) as mem:
+        report = mem.verify()
+    assert {p.object for p in report.problems} == {victim.blob}
+    code, out, err = cli(chain_repo, "verify")
+    assert code == 4
+    assert victim.blob in out
+    no_traceback(out, err)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_envelope_object_swapped_for_another_envelope_is_reported(
+    chain_repo: Path, backend: str
+) -> None:
+    """The bytes on disk are a perfectly valid envelope, just not the one the tree names:
+    only checking the object's hash can tell (an event would silently vanish)."""
+    locs = located(chain_repo)
+    victim = next(loc for loc in locs if loc.ref == layout.branch_ref("b1"))
+    donor = next(loc for loc in locs if loc.ref == layout.branch_ref("main"))
+    with Memory.open(chain_repo) as mem:
+        data = mem.backend.read_blob(donor.blob)
+    overwrite(
+        loose_object(chain_repo, victim.blob), zlib.compress(b"blob %d\x00" % len(data) + data)
+    )
+    with Memory.open(chain_repo, backend=backend) as mem:
+        report = mem.verify()
+    assert not report.ok
+    assert victim.blob in {p.object for p in report.problems}
+
+
+def test_corrupted_payload_blob_is_reported(chain_repo: Path) -> None:
+    victim = located(chain_repo)[0]
+    pg = pygit2.Repository(str(chain_repo))
+    blob = str(payload_commit(pg).tree[layout.payload_path(victim.envelope["id"])].id)
+    overwrite(loose_object(chain_repo, blob), b"garbage" * 8)
+    del pg
+
+    with Memory.open(chain_repo) as mem:
+        report = mem.verify()
+    problems = [p for p in report.problems if p.event == victim.envelope["id"]]
+    assert len(problems) == 1, report.problems
+    assert problems[0].field == "payload"
+    assert blob in str(problems[0])
+    code, out, err = cli(chain_repo, "verify")
+    assert code == 4
+    assert victim.envelope["id"] in out
+    no_traceback(out, err)
+
+
+@pytest.mark.parametrize("which", ["root tree", "fan-out tree", "commit"])
+def test_corrupted_payload_store_object_is_reported(chain_repo: Path, which: str) -> None:
+    """Damage to the payload snapshot's own trees or commit must be reported, not raised."""
+    with Memory.open(chain_repo) as mem:
+        mem.note("L" * (layout.ATTACHMENT_MIN_BYTES + 1))  # gives the store a b/ tree too
+    pg = pygit2.Repository(str(chain_repo))
+    commit = payload_commit(pg)
+    oid = {
+        "root tree": str(commit.tree_id),
+        "fan-out tree": str(commit.tree["p"].id),
+        "commit": str(commit.id),
+    }[which]
+    del pg
+    overwrite(loose_object(chain_repo, oid), b"\x00not zlib\x00" * 5)
+
+    with Memory.open(chain_repo) as mem:
+        report = mem.verify()
+    assert not report.ok
+    assert any(oid in str(p) for p in report.problems), report.problems
+    code, out, err = cli(chain_repo, "verify")
+    assert code == 4, out + err
+    assert oid in out
+    no_traceback(out, err)
+
+
+# payloads rewritten with plumbing -----------------------------------------------------
+
+
+def test_payload_that_does_not_match_its_digest_is_reported(chain_repo: Path) -> None:
+    victim = next(loc for loc in located(chain_repo) if loc.ref.endswith("/main"))
+    eid = victim.envelope["id"]
+    with Memory.open(chain_repo) as mem:
+        original = mem.get(eid).body
+    assert original is not None
+    altered = dict(original, text=original["text"].upper())
+    assert len(canonical.encode(altered)) == victim.envelope["payload"]["size"]
+    rewrite_payload_store(chain_repo, {layout.payload_path(eid): canonical.encode(altered)})
+
+    with Memory.open(chain_repo) as mem:
+        assert mem.get(eid).body == altered  # readers see it; only verify can tell
+        report = mem.verify()
+    assert [(p.event, p.field) for p in report.problems] == [(eid, "payload.digest")]
+    problem = report.problems[0]
+    assert problem.ref == victim.ref
+    pg = pygit2.Repository(str(chain_repo))
+    assert problem.object == str(payload_commit(pg).tree[layout.payload_path(eid)].id)
+
+    code, out, err = cli(chain_repo, "verify", "--json")
+    assert code == 4
+    data = json.loads(out)
+    assert data["ok"] is False
+    [entry] = data["problems"]
+    assert entry["event"] == eid
+    assert entry["field"] == "payload.digest"
+    assert entry["object"] == problem.object
+    assert "digest" in entry["message"]
+    no_traceback(out, err)
+
+
+def test_payload_of_different_size_is_reported(chain_repo: Path) -> None:
+    victim = located(chain_repo)[0]
+    eid = victim.envelope["id"]
+    rewrite_payload_store(
+        chain_repo, {layout.payload_path(eid): canonical.encode({"text": "something longer"})}
+    )
+    with Memory.open(chain_repo) as mem:
+        report = mem.verify()
+    fields = sorted(p.field for p in report.problems if p.event == eid)
+    assert fields == ["payload.digest", "payload.size"]
+
+
+def test_missing_payload_is_reported(chain_repo: Path) -> None:
+    victim = located(chain_repo)[-1]
+    eid = victim.envelope["id"]
+    rewrite_payload_store(chain_repo, {layout.payload_path(eid): None})
+
+    with Memory.open(chain_repo) as mem:
+        event = mem.get(eid)
+        assert event.body is None and not event.redacted
+        report = mem.verify()
+    assert [(p.event, p.field) for p in report.problems] == [(eid, "payload")]
+    assert "missing" in report.problems[0].message
+    code, out, err = cli(chain_repo, "verify")
+    assert code == 4
+    assert eid in out
+    no_traceback(out, err)
+    code, out, _ = cli(chain_repo, "show", eid)
+    assert code == 0
+    assert "payload missing" in out
+
+
+def test_missing_attachment_is_reported(chain_repo: Path) -> None:
+    text = "A" * (layout.ATTACHMENT_MIN_BYTES + 5)
+    with Memory.open(chain_repo) as mem:
+        event = mem.note(text)
+    sha = canonical.sha256_hex(text.encode())
+    rewrite_payload_store(chain_repo, {layout.attachment_path(sha): None})
+    with Memory.open(chain_repo) as mem:
+        report = mem.verify()
+    assert [(p.event, p.field) for p in report.problems] == [(event.id, "payload")]
+    assert sha in report.problems[0].message
+
+
+def test_attachment_with_wrong_bytes_is_reported(chain_repo: Path) -> None:
+    text = "A" * (layout.ATTACHMENT_MIN_BYTES + 5)
+    with Memory.open(chain_repo) as mem:
+        event = mem.note(text)
+    sha = canonical.sha256_hex(text.encode())
+    rewrite_payload_store(chain_repo, {layout.attachment_path(sha): b"B" * len(text)})
+    with Memory.open(chain_repo) as mem:
+        report = mem.verify()
+    fields = {p.field for p in report.problems}
+    assert layout.attachment_path(sha) in fields  # the attachment's name is its SHA-256
+    assert (event.id, "payload.digest") in {(p.event, p.field) for p in report.problems}
+
+
+def test_redaction_whose_payload_is_still_present_is_reported(chain_repo: Path) -> None:
+    victim = located(chain_repo)[0]
+    eid = victim.envelope["id"]
+    with Memory.open(chain_repo) as mem:
+        body = mem.get(eid).body
+        mem.redact(eid, "leak")
+    assert body is not None
+    rewrite_payload_store(chain_repo, {layout.payload_path(eid): canonical.encode(body)})
+    with Memory.open(chain_repo) as mem:
+        report = mem.verify()
+    assert [(p.event, p.field) for p in report.problems] == [(eid, "payload")]
+    assert "redacted" in report.problems[0].message
+
+
+# envelopes rewritten with plumbing ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        pytest.param(lambda env: env.update(time=env["time"] + 1), id="time"),
+        pytest.param(lambda env: env.update(type="decision"), id="type"),
+        pytest.param(lambda env: env["scope"].update(user="mallory@example.com"), id="scope"),
+        pytest.param(lambda env: env["payload"].update(size=env["payload"]["size"] + 1), id="size"),
+    ],
+)
+def test_envelope_whose_id_does_not_rederive_is_reported(
+    chain_repo: Path, mutate: Callable[[dict], None]
+) -> None:
+    # The first batch on main is the oldest commit: rewriting it rewrites the whole chain.
+    ref = layout.branch_ref("main")
+    victim = next(loc for loc in located(chain_repo) if loc.ref == ref)
+    eid = victim.envelope["id"]
+    with Memory.open(chain_repo) as mem:
+        before = [e.id for e in mem.events()]
+        assert mem.verify().ok
+    blob = rewrite_envelope(chain_repo, ref, eid, mutate)
+
+    with Memory.open(chain_repo) as mem:
+        assert [e.id for e in mem.events()] == before  # still readable
+        report = mem.verify()
+    assert [(p.event, p.field, p.object) for p in report.problems] == [(eid, "id", blob)]
+    assert report.problems[0].ref == ref
+
+    code, out, err = cli(chain_repo, "verify", "--json")
+    assert code == 4
+    [problem] = json.loads(out)["problems"]
+    assert problem["event"] == eid
+    assert problem["field"] == "id"
+    assert problem["object"] == blob
+    assert problem["ref"] == ref
+    no_traceback(out, err)
+
+
+def test_structurally_broken_envelope_is_reported(chain_repo: Path) -> None:
+    ref = layout.branch_ref("main")
+    victim = next(loc for loc in located(chain_repo) if loc.ref == ref)
+    blob = rewrite_envelope(chain_repo, ref, victim.envelope["id"], lambda env: env.pop("time"))
+    with Memory.open(chain_repo) as mem:
+        report = mem.verify()
+    fields = {(p.object, p.field) for p in report.problems}
+    assert (blob, "time") in fields
+
+
+def test_resealing_a_stored_envelope_rederives_its_id(chain_repo: Path) -> None:
+    """The check is a re-derivation, not a whitelist: a correctly sealed envelope
+    written by another tool (here: rewriting an existing one) passes."""
+    ref = layout.branch_ref("main")
+    victim = next(loc for loc in located(chain_repo) if loc.ref == ref)
+    with Memory.open(chain_repo) as mem:
+        body = mem.get(victim.envelope["id"]).body
+    assert body is not None
+    env = victim.envelope
+    resealed, _ = seal(
+        env["type"],
+        body,
+        scope=env["scope"],
+        time_us=env["time"],
+        salt_hex=env["payload"]["salt"],
+    )
+    assert resealed["id"] == env["id"]
+
+
+def test_verify_json_lists_problems_with_location_keys(chain_repo: Path) -> None:
+    locs = located(chain_repo)
+    missing = locs[0].envelope["id"]
+    rewrite_payload_store(chain_repo, {layout.payload_path(missing): None})
+    ref = layout.branch_ref("main")
+    tampered = next(loc for loc in locs if loc.ref == ref and loc.envelope["id"] != missing)
+    blob = rewrite_envelope(
+        chain_repo, ref, tampered.envelope["id"], lambda env: env.update(time=1)
+    )
+
+    code, out, err = cli(chain_repo, "verify", "--json")
+    assert code == 4, err
+    data = json.loads(out)
+    assert set(data) >= {"ok", "refs", "commits", "events", "payloads", "problems", "warnings"}
+    assert data["ok"] is False
+    keyed = {(p.get("event"), p.get("field")): p for p in data["problems"]}
+    assert (missing, "payload") in keyed
+    assert keyed[(tampered.envelope["id"], "id")]["object"] == blob
+    for problem in data["problems"]:
+        assert isinstance(problem["message"], str)
+        assert set(problem) <= {"message", "ref", "commit", "object", "event", "field"}
+        assert None not in problem.values()
+    no_traceback(out, err)
