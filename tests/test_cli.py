@@ -171,7 +171,7 @@ def test_log_text_output_is_one_line_per_event(repo):
     ],
 )
 def test_errors_are_one_line_with_exit_code(repo, args, code, needle):
-    got, out, err = cli(repo, *args)
+    got, _out, err = cli(repo, *args)
     assert got == code, (got, err)
     assert needle in err
     assert len(err.strip().splitlines()) == 1
@@ -179,7 +179,7 @@ def test_errors_are_one_line_with_exit_code(repo, args, code, needle):
 
 
 def test_json_errors_are_machine_readable(repo):
-    code, out, err = cli(repo, "show", "abcdef12", "--json")
+    code, out, _err = cli(repo, "show", "abcdef12", "--json")
     assert code == 3
     assert json.loads(out)["error"]["code"] == 3
 

@@ -76,7 +76,7 @@ def test_small_batches_are_loose_and_large_ones_one_pack(tmp_path):
 def test_objects_already_present_are_skipped(tmp_path):
     repo = init_repo(tmp_path / "r", commit=False)
     objects = str(repo / ".git" / "objects")
-    batch, tip = _batch(5)
+    batch, _tip = _batch(5)
     assert batch.write_loose(objects) == len(batch)
     assert batch.write_loose(objects) == 0
     assert batch.write_pack(objects, skip=list(batch.objects)) is None
