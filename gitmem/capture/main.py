@@ -19,7 +19,7 @@ import json
 import sys
 
 from gitmem.capture.sealer import Draft, Sealer
-from gitmem.errors import GitmemError, UsageError, exit_code_for
+from gitmem.errors import ExitCode, GitmemError, UsageError, exit_code_for
 from gitmem.storage import spool
 from gitmem.storage.gitconfig import get_bool, read_config
 from gitmem.storage.locate import locate
@@ -89,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         # One line, like `git edda: error: …`: hooks surface only the first line.
         print(f"gitmem-capture: {' '.join(str(exc).split())}", file=sys.stderr)
         return int(exit_code_for(exc))
+    except Exception as exc:  # a hook must never dump a traceback on the agent
+        print(f"gitmem-capture: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return int(ExitCode.ERROR)
     sys.stdout.write("".join(f"{i}\n" for i in ids))
     return 0
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from gitmem.capture.prepare import DEFAULT_MAX_FIELD_BYTES, prepare_body
-from gitmem.capture.scrub import Scrubber, default_scrubber
+from gitmem.capture.scrub import Scrubber, ScrubPatternError, default_scrubber
 from gitmem.errors import UsageError
 from gitmem.records.names import REQUIRED_FIELDS
 from gitmem.storage import clock
@@ -93,8 +93,15 @@ class Sealer:
         self.location = location
         extra = config.get("edda.scrubpattern", [])
         allow = config.get("edda.scruballow", [])
-        self.scrubber: Scrubber = Scrubber(extra, allow) if (extra or allow) else default_scrubber()
-        self.max_field_bytes = get_int(config, "edda.maxfieldbytes", DEFAULT_MAX_FIELD_BYTES)
+        try:
+            self.scrubber: Scrubber = (
+                Scrubber(extra, allow) if (extra or allow) else default_scrubber()
+            )
+        except ScrubPatternError as exc:
+            raise UsageError(
+                str(exc), "fix or remove it: git config --unset-all edda.scrubPattern"
+            ) from None
+        self.max_field_bytes = get_int(config, "edda.maxFieldBytes", DEFAULT_MAX_FIELD_BYTES)
         self.repo = repo_scope_id(location, config)
         self.user = user_scope_id(config)
         self.default_branch = head_branch(location)

@@ -40,7 +40,7 @@ def read_config(location: RepoLocation) -> Config:
 
 
 def get_last(config: Config, key: str, default: str | None = None) -> str | None:
-    """The effective (last) value of a single-valued key."""
+    """The effective (last) value of a single-valued key (any spelling of its case)."""
     values = config.get(key.lower())
     return values[-1] if values else default
 
