@@ -4,14 +4,17 @@ One-line helpers:
 
 * ``make_repo(path, events=N, branches=M)``: a repository with N notes spread over M branches;
 * ``cli(repo, *args)``: run ``git edda`` in-process, returns (exit code, stdout, stderr);
-* ``git(repo, *args)``: run the real git CLI, returns stdout.
+* ``git(repo, *args)``: run the real git CLI, returns stdout;
+* ``fsck(repo)``: strict ``git fsck`` passes; ``raw_id_counts(repo)``: event ids counted from raw objects.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -90,6 +93,44 @@ def cli(repo: Path | str, *args: str, stdin: bytes | None = None) -> tuple[int, 
         capture_output=True,
     )
     return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+
+
+def fsck(repo: Path) -> None:
+    """``git fsck --full --strict`` passes with nothing suspicious in its output."""
+    proc = subprocess.run(
+        ["git", "fsck", "--full", "--strict"], cwd=repo, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for word in ("error", "missing", "broken", "corrupt", "bad "):
+        assert word not in (proc.stdout + proc.stderr).lower(), proc.stdout + proc.stderr
+
+
+def raw_id_counts(repo: Path) -> Counter[str]:
+    """How often each event id occurs in the event chains, counted from the raw git
+    objects with pygit2 (gitmem's own readers deduplicate, so they cannot show a duplicate)."""
+    import pygit2
+
+    r = pygit2.Repository(str(repo))
+    counts: Counter[str] = Counter()
+    seen: set[str] = set()
+    for name in r.references:
+        if not (name.startswith("refs/edda/branches/") or name == "refs/edda/detached"):
+            continue
+        stack = [r.references[name].resolve().target]
+        while stack:
+            oid = stack.pop()
+            if str(oid) in seen:
+                continue
+            seen.add(str(oid))
+            commit = r[oid]
+            stack.extend(commit.parent_ids)
+            try:
+                events = commit.tree["events"]
+            except KeyError:
+                continue
+            for entry in r[events.id]:
+                counts[json.loads(r[entry.id].data)["id"]] += 1
+    return counts
 
 
 @pytest.fixture

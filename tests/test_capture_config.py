@@ -79,5 +79,5 @@ def test_oversized_fields_are_truncated_with_a_marker_and_large_blobs_stored_onc
 def test_bad_max_field_bytes_is_a_usage_error(tmp_path):
     repo = make_repo(tmp_path / "r")
     git(repo, "config", "edda.maxFieldBytes", "lots")
-    with pytest.raises(UsageError, match="edda.maxFieldBytes"), Memory.open(repo) as mem:
+    with pytest.raises(UsageError, match=r"edda\.maxFieldBytes"), Memory.open(repo) as mem:
         mem.note("x")

@@ -8,14 +8,13 @@ acknowledged events, and every one must be in git exactly once afterwards.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import git, init_repo
+from conftest import fsck, git, init_repo, raw_id_counts
 
 from gitmem.memory.api import Memory
 
@@ -114,41 +113,6 @@ def run_all(procs: list[subprocess.Popen[str]], timeout: float) -> list[list[str
         assert all(len(i) == 32 for i in ids), out[-500:]
         outputs.append(ids)
     return outputs
-
-
-def raw_id_counts(repo: Path) -> Counter[str]:
-    """Event ids as stored in the raw chain objects, counted with pygit2 directly
-    (gitmem's readers deduplicate ids, so they could hide a duplicate)."""
-    import pygit2
-
-    r = pygit2.Repository(str(repo))
-    counts: Counter[str] = Counter()
-    seen: set[str] = set()
-    for name in r.references:
-        if not (name.startswith("refs/edda/branches/") or name == "refs/edda/detached"):
-            continue
-        stack = [r.references[name].resolve().target]
-        while stack:
-            oid = stack.pop()
-            if str(oid) in seen:
-                continue
-            seen.add(str(oid))
-            commit = r[oid]
-            stack.extend(commit.parent_ids)
-            try:
-                events = commit.tree["events"]
-            except KeyError:
-                continue
-            for entry in r[events.id]:
-                counts[json.loads(r[entry.id].data)["id"]] += 1
-    return counts
-
-
-def fsck(repo: Path) -> None:
-    proc = subprocess.run(["git", "fsck", "--full"], cwd=repo, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    for word in ("error", "missing", "broken", "corrupt"):
-        assert word not in (proc.stdout + proc.stderr).lower(), proc.stdout + proc.stderr
 
 
 def stale_ref_locks(repo: Path) -> list[str]:

@@ -30,7 +30,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import git, init_repo
+from conftest import fsck, git, init_repo, raw_id_counts
 
 from gitmem.capture.main import capture
 from gitmem.memory.api import Memory
@@ -86,32 +86,6 @@ elif kind == "flush":
 
 
 # helpers -------------------------------------------------------------------------------
-def raw_id_counts(repo: Path) -> Counter[str]:
-    """Event ids as stored in the raw chain objects, counted with pygit2 directly
-    (gitmem's readers deduplicate ids, so they could hide a duplicate)."""
-    import pygit2
-
-    r = pygit2.Repository(str(repo))
-    counts: Counter[str] = Counter()
-    seen: set[str] = set()
-    for name in r.references:
-        if not (name.startswith("refs/edda/branches/") or name == "refs/edda/detached"):
-            continue
-        stack = [r.references[name].resolve().target]
-        while stack:
-            oid = stack.pop()
-            if str(oid) in seen:
-                continue
-            seen.add(str(oid))
-            commit = r[oid]
-            stack.extend(commit.parent_ids)
-            try:
-                events = commit.tree["events"]
-            except KeyError:
-                continue
-            for entry in r[events.id]:
-                counts[json.loads(r[entry.id].data)["id"]] += 1
-    return counts
 
 
 def spool_dir(repo: Path) -> Path:
@@ -131,13 +105,6 @@ def pending(repo: Path) -> list[str]:
 
 def ref_locks(repo: Path) -> list[Path]:
     return sorted((repo / ".git" / "refs").rglob("*.lock"))
-
-
-def fsck(repo: Path) -> None:
-    proc = subprocess.run(["git", "fsck", "--full"], cwd=repo, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    for word in ("error", "missing", "broken", "corrupt"):
-        assert word not in (proc.stdout + proc.stderr).lower(), proc.stdout + proc.stderr
 
 
 def check_after_crash(repo: Path, acknowledged: dict[str, str]) -> dict[str, object]:

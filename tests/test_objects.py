@@ -11,6 +11,8 @@ from gitmem.storage.objects import PACK_THRESHOLD, ObjectBatch, commit_bytes, ob
 
 names = st.text(
     st.characters(blacklist_characters="/\0", blacklist_categories=("Cs",)), min_size=1, max_size=12
+).filter(
+    lambda n: n not in (".", "..") and n.lower() != ".git"  # git refuses these names
 )
 
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import git, init_repo, make_repo
+from conftest import fsck, git, init_repo, make_repo, raw_id_counts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,42 +23,6 @@ MAIN_REF = "refs/edda/branches/main"
 def memory_refs(repo: Path) -> dict[str, str]:
     out = git(repo, "for-each-ref", "--format=%(refname) %(objectname)", "refs/edda/")
     return dict(line.split() for line in out.splitlines())
-
-
-def fsck(repo: Path) -> None:
-    proc = subprocess.run(
-        ["git", "fsck", "--full", "--strict"], cwd=repo, capture_output=True, text=True
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    for word in ("error", "missing", "broken", "corrupt", "bad "):
-        assert word not in (proc.stdout + proc.stderr).lower(), proc.stdout + proc.stderr
-
-
-def raw_id_counts(repo: Path) -> Counter[str]:
-    """Event ids as stored in the raw chain objects (gitmem's readers deduplicate)."""
-    import pygit2
-
-    r = pygit2.Repository(str(repo))
-    counts: Counter[str] = Counter()
-    seen: set[str] = set()
-    for name in r.references:
-        if not (name.startswith("refs/edda/branches/") or name == "refs/edda/detached"):
-            continue
-        stack = [r.references[name].resolve().target]
-        while stack:
-            oid = stack.pop()
-            if str(oid) in seen:
-                continue
-            seen.add(str(oid))
-            commit = r[oid]
-            stack.extend(commit.parent_ids)
-            try:
-                events = commit.tree["events"]
-            except KeyError:
-                continue
-            for entry in r[events.id]:
-                counts[json.loads(r[entry.id].data)["id"]] += 1
-    return counts
 
 
 # bare -------------------------------------------------------------------------------

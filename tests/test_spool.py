@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import git, init_repo
+from conftest import git, init_repo, raw_id_counts
 
 from gitmem.capture.main import capture
 from gitmem.memory.api import Memory
@@ -59,34 +59,6 @@ def spool_files(repo: Path) -> list[Path]:
 
 def memory_refs(repo: Path) -> list[str]:
     return git(repo, "for-each-ref", "--format=%(refname)", "refs/edda/").split()
-
-
-def raw_id_counts(repo: Path) -> Counter[str]:
-    """How often each event id occurs in the event chains, counted from the raw git
-    objects (gitmem's own readers deduplicate, so they cannot show a duplicate)."""
-    import pygit2
-
-    r = pygit2.Repository(str(repo))
-    counts: Counter[str] = Counter()
-    seen: set[str] = set()
-    for name in r.references:
-        if not (name.startswith("refs/edda/branches/") or name == "refs/edda/detached"):
-            continue
-        stack = [r.references[name].resolve().target]
-        while stack:
-            oid = stack.pop()
-            if str(oid) in seen:
-                continue
-            seen.add(str(oid))
-            commit = r[oid]
-            stack.extend(commit.parent_ids)
-            try:
-                events = commit.tree["events"]
-            except KeyError:
-                continue
-            for entry in r[events.id]:
-                counts[json.loads(r[entry.id].data)["id"]] += 1
-    return counts
 
 
 def note_json(text: str, **extra: object) -> str:

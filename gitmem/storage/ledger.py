@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gitmem.errors import FormatError, FormatTooNewError, GitError
-from gitmem.storage import canonical, layout, maintenance, spool
+from gitmem.storage import canonical, files, layout, maintenance, spool
 from gitmem.storage.backends.base import (
     EMPTY_TREE_MARK,
     Backend,
@@ -327,7 +327,7 @@ class Ledger:
                 except FormatError:
                     continue
                 data = canonical.encode({"v": spool.SPOOL_VERSION, "events": keep})
-                spool.write_atomic(path, data, fsync=self.fsync)
+                files.write_atomic(path, data, fsync=self.fsync)
                 continue
             try:
                 os.unlink(path)

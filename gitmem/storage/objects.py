@@ -23,6 +23,7 @@ import struct
 import zlib
 from collections.abc import Iterable, Sequence
 
+from gitmem.storage.files import fsync_dir, write_atomic
 from gitmem.storage.layout import IDENTITY_EMAIL, IDENTITY_NAME, MODE_TREE
 
 TYPE_CODES = {"commit": 1, "tree": 2, "blob": 3}
@@ -97,12 +98,14 @@ class ObjectBatch:
                 continue
             os.makedirs(directory, exist_ok=True)
             payload = zlib.compress(f"{kind} {len(data)}\0".encode() + data, 1)
-            _write_file(path, payload, fsync)
+            write_atomic(
+                path, payload, fsync=fsync, mode=0o444, tmp_prefix="tmp_obj_", sync_dir=False
+            )
             dirs.add(directory)
             count += 1
         if fsync:
             for directory in dirs:
-                _fsync_dir(directory)
+                fsync_dir(directory)
         return count
 
     def write_pack(
@@ -129,19 +132,21 @@ class ObjectBatch:
         directory = os.path.join(objects_dir, "pack")
         os.makedirs(directory, exist_ok=True)
         # The .idx makes a pack visible to git, so it goes in last.
-        _write_file(os.path.join(directory, name + ".pack"), bytes(pack), fsync)
-        _write_file(os.path.join(directory, name + ".idx"), index, fsync)
+        pack_path = os.path.join(directory, name + ".pack")
+        write_atomic(
+            pack_path, bytes(pack), fsync=fsync, mode=0o444, tmp_prefix="tmp_pack_", sync_dir=False
+        )
+        write_atomic(
+            pack_path[:-5] + ".idx",
+            index,
+            fsync=fsync,
+            mode=0o444,
+            tmp_prefix="tmp_idx_",
+            sync_dir=False,
+        )
         if fsync:
-            _fsync_dir(directory)
+            fsync_dir(directory)
         return name
-
-
-def _fsync_dir(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _entry_header(type_code: int, size: int) -> bytes:
@@ -178,15 +183,3 @@ def _index_bytes(oids: list[bytes], crcs: list[int], offsets: list[int], pack_su
     body += pack_sum
     body += hashlib.sha1(body, usedforsecurity=False).digest()
     return bytes(body)
-
-
-def _write_file(path: str, data: bytes, fsync: bool) -> None:
-    tmp = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o444)
-    try:
-        os.write(fd, data)
-        if fsync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 
 from gitmem.errors import FormatError
-from gitmem.storage import canonical
+from gitmem.storage import canonical, files
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,30 +36,6 @@ def spool_dir(state_dir: PathLike) -> str:
     return os.path.join(state_dir, SPOOL_DIR)
 
 
-def _fsync_dir(path: PathLike) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_atomic(path: str, data: bytes, *, fsync: bool = True) -> None:
-    """Write ``data`` to ``path`` via a temporary file and a rename."""
-    head, name = os.path.split(path)
-    tmp = os.path.join(head, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        os.write(fd, data)
-        if fsync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    if fsync:
-        _fsync_dir(head)
-
-
 def write_spool(state_dir: PathLike, items: list[dict[str, Any]], *, fsync: bool = True) -> str:
     """Durably spool sealed events: ``items`` are ``{"envelope": …, "body": …}``.
 
@@ -72,19 +48,9 @@ def write_spool(state_dir: PathLike, items: list[dict[str, Any]], *, fsync: bool
     os.makedirs(tmp_dir, exist_ok=True)
     first = min(int(item["envelope"]["time"]) for item in items)
     name = f"{first:020d}-{os.getpid()}-{os.urandom(4).hex()}.json"
-    data = canonical.encode({"v": SPOOL_VERSION, "events": items})
-    tmp = os.path.join(tmp_dir, name)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        os.write(fd, data)
-        if fsync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
     final = os.path.join(directory, name)
-    os.rename(tmp, final)
-    if fsync:
-        _fsync_dir(directory)
+    data = canonical.encode({"v": SPOOL_VERSION, "events": items})
+    files.write_atomic(final, data, fsync=fsync, tmp_dir=tmp_dir)
     return final
 
 
@@ -143,7 +109,7 @@ def journal_path(state_dir: PathLike) -> str:
 
 def write_journal(state_dir: PathLike, entries: dict[str, Any], *, fsync: bool = True) -> None:
     """Record, before refs move, which commits carry which spool files."""
-    write_atomic(journal_path(state_dir), canonical.encode(entries), fsync=fsync)
+    files.write_atomic(journal_path(state_dir), canonical.encode(entries), fsync=fsync)
 
 
 def read_journal(state_dir: PathLike) -> dict[str, Any] | None:
