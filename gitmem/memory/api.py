@@ -67,7 +67,9 @@ class Memory:
         self.backend = open_backend(location, backend_name, fsync=self.fsync)
         self.ledger = Ledger(location, self.backend, fsync=self.fsync)
         self._sealer: Sealer | None = None
-        self._cache_key: tuple[tuple[str, str], ...] | None = None
+        # The cache reflects these ref tips (event chains and payload store):
+        # any write, by this process or another, changes them.
+        self._cache_key: tuple[tuple[str, str | None], ...] | None = None
         self._per_ref: dict[str, list[Located]] = {}
         self._events: dict[str, Event] = {}
 
@@ -128,7 +130,7 @@ class Memory:
 
     def append_many(self, drafts: Sequence[Draft]) -> list[Event]:
         """Commit several events atomically (one commit per memory ref touched)."""
-        from gitmem.records.types import BODY_TYPES, validate_body
+        from gitmem.records.types import BODY_TYPES
 
         checked = []
         for draft in drafts:
@@ -139,7 +141,7 @@ class Memory:
             checked.append(
                 Draft(
                     draft.type,
-                    _validated(validate_body, draft.type, draft.body),
+                    _validated(draft.type, draft.body),
                     draft.session,
                     draft.agent,
                     draft.capsule,
@@ -279,7 +281,11 @@ class Memory:
     def _load(self) -> None:
         self.flush()
         tips = self.ledger.memory_refs()
-        key = tuple(sorted(tips.items()))
+        payloads = self.backend.read_ref(layout.PAYLOAD_REF)
+        key: tuple[tuple[str, str | None], ...] = (
+            *sorted(tips.items()),
+            (layout.PAYLOAD_REF, payloads),
+        )
         if key == self._cache_key:
             return
         self._per_ref = {ref: list(self.ledger.envelopes([ref])) for ref in tips}
@@ -416,8 +422,6 @@ class Memory:
         if not reason.strip():
             raise UsageError("a redaction needs a reason", "pass --reason TEXT")
         with self.ledger.locked():
-            self.ledger.flush_locked()
-            self._cache_key = None
             target = self.get(event_id)
             if target.type == "redaction":
                 raise UsageError("a redaction record cannot itself be redacted")
@@ -426,7 +430,6 @@ class Memory:
                 # payload leaves the payload behind: finish the job.
                 if self.ledger.stored_body(self.ledger.payload_tree(), target.id) is not None:
                     self.ledger.commit([], remove_payloads=[target.id])
-                    self._cache_key = None
                 for event in self._events.values():
                     if event.type == "redaction" and event.field("target") == target.id:
                         return event
@@ -434,7 +437,6 @@ class Memory:
             envelope, body = self.sealer.seal([draft])[0]
             item = Sealed(envelope, body)
             commits = self.ledger.commit([item], remove_payloads=[target.id])
-        self._cache_key = None
         return Event(envelope, body, item.ref, commits[item.ref])
 
     def purge(self) -> dict[str, Any]:
@@ -477,11 +479,14 @@ def _compact(**fields: Any) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v not in ("", None, [], {})}
 
 
-def _validated(validate: Any, event_type: str, body: dict[str, Any]) -> dict[str, Any]:
+def _validated(event_type: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The body in stored form; a UsageError naming the field when it is invalid."""
     import msgspec
 
+    from gitmem.records.types import validate_body
+
     try:
-        result: dict[str, Any] = validate(event_type, body)
+        result = validate_body(event_type, body)
     except msgspec.ValidationError as exc:
         raise UsageError(f"invalid {event_type} event: {exc}") from None
     return result

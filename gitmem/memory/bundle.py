@@ -147,8 +147,6 @@ def import_bundle(
     entries = parse_bundle(data)
     result = ImportResult(dry_run=dry_run)
     with memory.ledger.locked():
-        memory.ledger.flush_locked()
-        memory._cache_key = None
         existing = {e.id: e for e in memory.events(all_branches=True)}
         new: list[Sealed] = []
         restore: list[Sealed] = []
@@ -196,5 +194,4 @@ def import_bundle(
         memory.ledger.commit(new, remove_payloads=removals, restore_payloads=restore)
         if new:
             clock.observe(memory.location.state_dir, max(s.envelope["time"] for s in new))
-    memory._cache_key = None
     return result

@@ -386,10 +386,8 @@ def _verify_store(
     memory: Memory, tree: str, envelopes: dict[str, dict[str, Any]], report: Report
 ) -> None:
     backend = memory.backend
-    for top in ("b",):
-        sub = backend.read_path(tree, top)
-        if sub is None:
-            continue
+    sub = backend.read_path(tree, "b")
+    if sub is not None:
         for fan in backend.read_tree(sub):
             for entry in backend.read_tree(fan.oid):
                 try:

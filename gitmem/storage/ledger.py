@@ -270,16 +270,13 @@ class Ledger:
         """Commit sealed events under the writer lock (first flushing the spool,
         so spooled events keep their place in each chain)."""
         with writer_lock(self.state_dir):
-            self._flush_locked()
+            self.flush_spool()
             return self.commit(events)
 
     def locked(self) -> Any:
-        """The writer lock, for callers composing several steps (redaction, import)."""
+        """The writer lock (re-entrant), for callers composing several steps
+        (redaction, import); reads inside it still flush the spool."""
         return writer_lock(self.state_dir)
-
-    def flush_locked(self) -> FlushResult:
-        """Flush the spool; the caller already holds :meth:`locked`."""
-        return self._flush_locked()
 
     # spool ----------------------------------------------------------------------
     def flush_spool(self) -> FlushResult:
