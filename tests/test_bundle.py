@@ -155,6 +155,7 @@ def test_every_type_round_trips_through_the_cli(tmp_path: Path) -> None:
         for kind in ("learning", "pattern", "mistake"):
             mem.learn(kind, f"{kind} 学习", topic="t")
         mem.link_commit("a" * 40, message="commit")
+        mem.append("commit_rewrite", {"kind": "amend", "map": [["a" * 40, "b" * 40]]})
         mem.close_capsule(capsule.id, "done")
         leaked = mem.note("to redact " + "x" * (layout.ATTACHMENT_MIN_BYTES + 1))
         mem.redact(leaked.id, "too big")

@@ -113,6 +113,13 @@ BODIES: dict[str, st.SearchStrategy[dict[str, Any]]] = {
     "pattern": _knowledge(),
     "mistake": _knowledge(),
     "commit_link": body({"sha": sha1}, {"branch": text, "session": text, "message": text}),
+    "commit_rewrite": body(
+        {
+            "kind": st.sampled_from(["amend", "rebase"]),
+            "map": st.lists(st.lists(sha1, min_size=2, max_size=2), max_size=4),
+        },
+        {},
+    ),
     "redaction": body({"target": hex_id, "reason": nonempty}, {}),
 }
 

@@ -16,7 +16,7 @@ from gitmem.records.names import REQUIRED_FIELDS
 from gitmem.storage import clock
 from gitmem.storage.envelope import seal
 from gitmem.storage.gitconfig import Config, get_int, repo_scope_id, user_scope_id
-from gitmem.storage.locate import RepoLocation, head_branch
+from gitmem.storage.locate import RepoLocation, memory_branch
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ class Sealer:
         self.max_field_bytes = get_int(config, "edda.maxFieldBytes", DEFAULT_MAX_FIELD_BYTES)
         self.repo = repo_scope_id(location, config)
         self.user = user_scope_id(config)
-        self.default_branch = head_branch(location)
+        self.default_branch = memory_branch(location)
         self.default_agent = agent_from_env()
         self.default_session = os.environ.get("GITMEM_SESSION") or None
 

@@ -435,7 +435,9 @@ def export_(
     from gitmem.memory.bundle import export_json, export_parquet
 
     with _open(common) as mem:
-        events = mem.events(branch=branch) if branch else mem.events(all_branches=True)
+        events = (
+            mem.events(branch=branch, trunk="none") if branch else mem.events(all_branches=True)
+        )
     if format == "parquet":
         if output is None:
             raise UsageError("--format parquet needs --output FILE")

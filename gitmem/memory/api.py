@@ -27,7 +27,7 @@ from gitmem.storage import layout, spool
 from gitmem.storage.backends import open_backend
 from gitmem.storage.gitconfig import Config, get_bool, read_config
 from gitmem.storage.ledger import FlushResult, Ledger, Located, Sealed
-from gitmem.storage.locate import RepoLocation, head_branch, locate
+from gitmem.storage.locate import RepoLocation, locate, memory_branch
 
 MIN_PREFIX = 4
 
@@ -46,6 +46,61 @@ class CapsuleInfo:
     @property
     def is_open(self) -> bool:
         return self.closed is None
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """What ``git edda merge`` (or a hook, or a pull) did to one memory branch."""
+
+    source: str
+    into: str
+    outcome: str  # "up-to-date", "fast-forward", "merged" or "created"
+    before: str | None
+    after: str | None
+    events: int  # events the target gained
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "into": self.into,
+            "outcome": self.outcome,
+            "before": self.before,
+            "after": self.after,
+            "events": self.events,
+        }
+
+
+@dataclass(frozen=True)
+class BranchInfo:
+    """One memory branch, as ``git edda branches`` lists it."""
+
+    name: str | None  # None: the detached-HEAD chain
+    ref: str
+    tip: str
+    events: int
+    git_branch: bool  # a local git branch of this name exists
+    current: bool
+    trunk: bool
+    fork_source: str | None
+    fork_code: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "ref": self.ref,
+            "tip": self.tip,
+            "events": self.events,
+            "git_branch": self.git_branch,
+            "current": self.current,
+            "trunk": self.trunk,
+            "fork_source": self.fork_source,
+            "fork_code": self.fork_code,
+        }
+
+
+# Event types a branch sees from the trunk after its fork (edda.followTrunk=decisions).
+TRUNK_TYPES = frozenset({"decision", "ratify", "pin", "unpin"})
+FOLLOW_TRUNK = ("decisions", "all", "none")
 
 
 @dataclass(frozen=True)
@@ -72,6 +127,7 @@ class Memory:
         self._cache_key: tuple[tuple[str, str | None], ...] | None = None
         self._per_ref: dict[str, list[Located]] = {}
         self._events: dict[str, Event] = {}
+        self.ledger.chain_start = self._chain_start
 
     @classmethod
     def open(
@@ -93,8 +149,9 @@ class Memory:
     # where ----------------------------------------------------------------------
     @property
     def branch(self) -> str | None:
-        """The checked-out git branch (None when HEAD is detached)."""
-        return head_branch(self.location)
+        """The branch whose memory is current: the checked-out branch, the branch
+        being rebased or bisected, or None on a detached HEAD."""
+        return memory_branch(self.location)
 
     @property
     def sealer(self) -> Sealer:
@@ -150,12 +207,254 @@ class Memory:
                 )
             )
         sealed = [Sealed(env, body) for env, body in self.sealer.seal(checked)]
+        self.apply_intents()
         commits = self.ledger.append(sealed)
         return [Event(s.envelope, s.body, s.ref, commits[s.ref]) for s in sealed]
 
     def flush(self) -> FlushResult:
-        """Commit events waiting in the capture spool."""
+        """Apply what git hooks recorded (forks, merges), then commit events
+        waiting in the capture spool."""
+        self.apply_intents()
         return self.ledger.flush_spool()
+
+    # branches -------------------------------------------------------------------
+    @property
+    def trunk(self) -> str | None:
+        """The repository's default branch (``edda.trunk`` overrides)."""
+        from gitmem.branches.gitinfo import trunk_branch
+
+        return trunk_branch(self.location, self.backend, self.config)
+
+    def _plan(self, branch: str, hint: str | None = None, code: str | None = None) -> Any:
+        from gitmem.branches.fork import plan_start
+
+        return plan_start(
+            self.location,
+            self.backend,
+            branch,
+            self.ledger.memory_refs(),
+            trunk=self.trunk,
+            hint=hint,
+            code=code,
+        )
+
+    def _chain_start(
+        self, batch: Any, ref: str, hint: str | None = None, code: str | None = None
+    ) -> str | None:
+        """The parent for a chain that does not exist yet (Ledger.chain_start)."""
+        from gitmem.storage import heads
+
+        branch = layout.branch_of_ref(ref)
+        if branch is None:
+            return None
+        plan = self._plan(branch, hint, code)
+        tips = self.ledger.memory_refs()
+        source_tip = tips.get(layout.branch_ref(plan.source)) if plan.source else None
+        if plan.kind == "rename":
+            return source_tip
+        if plan.kind == "root" or (source_tip is None and plan.code is None):
+            return None
+        return heads.fork_commit(
+            self.backend,
+            batch,
+            branch,
+            source=plan.source,
+            source_tip=source_tip,
+            code=plan.code,
+        )
+
+    def fork(self, branch: str, *, hint: str | None = None, code: str | None = None) -> str | None:
+        """Start ``branch``'s memory now (what post-checkout does for a new
+        branch); returns its tip, or None when it starts empty. A branch that
+        already has memory is left alone."""
+        from gitmem.storage.backends.base import transact
+        from gitmem.storage.objects import ObjectBatch
+
+        ref = layout.branch_ref(branch)
+        with self.ledger.locked():
+
+            def build(current: Any) -> dict[str, str | None]:
+                if current[ref] is not None:
+                    return {ref: current[ref]}
+                batch = ObjectBatch()
+                tip = self._chain_start(batch, ref, hint, code)
+                self.ledger._write(batch)
+                return {ref: tip}
+
+            if self.backend.read_ref(ref) is not None:
+                return self.backend.read_ref(ref)
+            return transact(self.backend, [ref], build)[ref]
+
+    def merge(self, source: str, into: Any = _UNSET) -> MergeResult:
+        """Merge ``source``'s memory into ``into`` (default: the current branch).
+
+        For squash and rebase merges, which git cannot tell apart from new
+        work. The merge commit is canonical (spec/sync.md): merging the same
+        memory anywhere gives the same commit.
+        """
+        target = self.branch if into is _UNSET else into
+        if not target:
+            raise UsageError(
+                "HEAD is detached: there is no branch to merge memory into",
+                "check out the branch, or pass --into BRANCH",
+            )
+        if source == target:
+            raise UsageError(f"cannot merge {source!r} into itself")
+        with self.ledger.locked():
+            self.flush()
+            tips = self.ledger.memory_refs()
+            source_tip = tips.get(layout.branch_ref(source))
+            if source_tip is None:
+                raise NotFoundError(
+                    f"branch {source!r} has no memory",
+                    "list memory branches with 'git edda branches'",
+                )
+            return self._join(source, target, source_tip)
+
+    def _join(self, source: str, target: str, source_tip: str) -> MergeResult:
+        ref = layout.branch_ref(target)
+        before, after = self.ledger.join(ref, [source_tip])
+        if before == after:
+            outcome = "up-to-date"
+        elif before is None:
+            outcome = "created"
+        elif after == source_tip:
+            outcome = "fast-forward"
+        else:
+            outcome = "merged"
+        gained = self.ledger.count_events([after], [before] if before else []) if after else 0
+        return MergeResult(source, target, outcome, before, after, gained if before != after else 0)
+
+    def apply_intents(self) -> list[MergeResult]:
+        """Act on what git hooks recorded: fork new branches, merge merged ones."""
+        from gitmem.branches import intents
+
+        if not intents.has_pending(self.location.state_path):
+            return []
+        results: list[MergeResult] = []
+        with self.ledger.locked():
+            for path, intent in intents.pending_intents(self.location.state_path):
+                if intent is not None:
+                    results.extend(self._apply_intent(intent))
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass
+        return results
+
+    def _apply_intent(self, intent: dict[str, Any]) -> list[MergeResult]:
+        from gitmem.branches.detect import merged_into
+
+        branch = intent.get("branch")
+        if not isinstance(branch, str) or not branch:
+            return []
+        code = intent.get("code") if isinstance(intent.get("code"), str) else None
+        if intent.get("kind") == "fork":
+            hint = intent.get("from") if isinstance(intent.get("from"), str) else None
+            self.fork(branch, hint=hint, code=code)
+            return []
+        if intent.get("kind") != "merge":
+            return []
+        head = intent.get("head") if isinstance(intent.get("head"), str) else None
+        orig = intent.get("orig") if isinstance(intent.get("orig"), str) else None
+        tips = self.ledger.memory_refs()
+        results = []
+        for source in merged_into(self, branch, target_code=head, before=orig):
+            results.append(self._join(source, branch, tips[layout.branch_ref(source)]))
+        return results
+
+    def merge_code_merges(self) -> list[MergeResult]:
+        """Merge the memory of every branch whose code has been merged into the
+        current branch, the trunk or a branch with memory (``git edda pull``)."""
+        from gitmem.branches.detect import code_merges
+        from gitmem.branches.gitinfo import local_branches
+
+        with self.ledger.locked():
+            self.flush()
+            local = local_branches(self.backend)
+            targets = {
+                name for name in (self.branch, self.trunk) if name is not None and name in local
+            }
+            for ref in self.ledger.memory_refs():
+                name = layout.branch_of_ref(ref)
+                if name is not None and name in local:
+                    targets.add(name)
+            results = []
+            for source, target in code_merges(self, sorted(targets)):
+                tip = self.ledger.memory_refs()[layout.branch_ref(source)]
+                result = self._join(source, target, tip)
+                if result.outcome != "up-to-date":
+                    results.append(result)
+            return results
+
+    def last_linked_commit(self, branch: str) -> str | None:
+        """The newest code commit linked in ``branch``'s own memory."""
+        self._load()
+        newest: tuple[int, str] | None = None
+        for loc in self._per_ref.get(layout.branch_ref(branch), []):
+            if loc.envelope.get("type") != "commit_link":
+                continue
+            event = self._events[loc.envelope["id"]]
+            sha = event.field("sha")
+            if isinstance(sha, str) and (newest is None or event.time > newest[0]):
+                newest = (event.time, self.resolve_commit(sha))
+        return None if newest is None else newest[1]
+
+    def commit_rewrites(self) -> dict[str, str]:
+        """old code sha -> newest sha it was rewritten to (amend, rebase)."""
+        mapping: dict[str, str] = {}
+        for event in self.events(EventFilter(types=["commit_rewrite"]), all_branches=True):
+            for pair in event.field("map", []) or []:
+                if (
+                    isinstance(pair, list)
+                    and len(pair) == 2
+                    and all(isinstance(p, str) for p in pair)
+                ):
+                    mapping[pair[0]] = pair[1]
+        return mapping
+
+    def resolve_commit(self, sha: str, rewrites: dict[str, str] | None = None) -> str:
+        """Follow amend/rebase rewrites from ``sha`` to the commit that replaced it."""
+        mapping = self.commit_rewrites() if rewrites is None else rewrites
+        seen = {sha}
+        while sha in mapping and mapping[sha] not in seen:
+            sha = mapping[sha]
+            seen.add(sha)
+        return sha
+
+    def branches(self) -> list[BranchInfo]:
+        """Every memory branch with its size, fork point and git status."""
+        from gitmem.branches.gitinfo import local_branches
+        from gitmem.storage import heads
+
+        self._load()
+        local = local_branches(self.backend)
+        current, trunk = self.branch, self.trunk
+        out = []
+        for ref, tip in sorted(self.ledger.memory_refs().items()):
+            name = layout.branch_of_ref(ref)
+            fork = heads.find_fork(self.backend, tip, name) if name else None
+            out.append(
+                BranchInfo(
+                    name=name,
+                    ref=ref,
+                    tip=tip,
+                    events=len(self._per_ref.get(ref, [])),
+                    git_branch=name in local if name else False,
+                    current=name == current,
+                    trunk=name is not None and name == trunk,
+                    fork_source=fork[0] if fork else None,
+                    fork_code=fork[1] if fork else None,
+                )
+            )
+        return out
+
+    # sharing ----------------------------------------------------------------------
+    def sync(self, remote: str | None = None, *, pull: bool = True, push: bool = True) -> Any:
+        """Fetch, merge and push memory through a git remote (gitmem.sync)."""
+        from gitmem.sync.protocol import sync
+
+        return sync(self, remote, pull=pull, push=push)
 
     # typed helpers ----------------------------------------------------------------
     def note(
@@ -318,18 +617,62 @@ class Memory:
         branch: Any = _UNSET,
         all_branches: bool = False,
         limit: int | None = None,
+        trunk: str | None = None,
     ) -> list[Event]:
-        """Events in (time, id) order on the current branch (or ``branch``, or all)."""
+        """Events in (time, id) order on the current branch (or ``branch``, or all).
+
+        A branch sees its own history, including what it inherited at its fork,
+        plus what it follows from the trunk after the fork: ``trunk`` is
+        ``decisions`` (decisions, ratifications, pins; the default, or
+        ``edda.followTrunk``), ``all`` or ``none``.
+        """
         self._load()
         if all_branches:
             pool: Iterable[Event] = self._events.values()
         else:
-            ref = layout.branch_ref(self.branch if branch is _UNSET else branch)
-            pool = (self._events[loc.envelope["id"]] for loc in self._per_ref.get(ref, []))
+            pool = self._branch_pool(self.branch if branch is _UNSET else branch, trunk)
         chosen = sorted(
             (e for e in pool if where is None or where.matches(e)), key=lambda e: e.order_key
         )
         return chosen[-limit:] if limit else chosen
+
+    def _follow_trunk(self, trunk: str | None) -> str:
+        from gitmem.storage.gitconfig import get_last
+
+        mode = (trunk or get_last(self.config, "edda.followTrunk", "decisions") or "").lower()
+        mode = {"true": "decisions", "false": "none"}.get(mode, mode)
+        if mode not in FOLLOW_TRUNK:
+            raise UsageError(
+                f"follow-trunk mode {mode!r} is not one of {', '.join(FOLLOW_TRUNK)}",
+                "set edda.followTrunk to decisions, all or none",
+            )
+        return mode
+
+    def _branch_locs(self, branch: str | None) -> list[Located]:
+        """A branch's own events; a branch without memory yet shows what it
+        would start from (its fork source's memory)."""
+        ref = layout.branch_ref(branch)
+        if ref in self._per_ref or branch is None:
+            return self._per_ref.get(ref, [])
+        plan = self._plan(branch)
+        if plan.kind in ("rename", "fork") and plan.source:
+            return self._per_ref.get(layout.branch_ref(plan.source), [])
+        return []
+
+    def _branch_pool(self, branch: str | None, trunk: str | None) -> list[Event]:
+        own = [self._events[loc.envelope["id"]] for loc in self._branch_locs(branch)]
+        mode = self._follow_trunk(trunk)
+        trunk_name = self.trunk if mode != "none" else None
+        if trunk_name is None or trunk_name == branch:
+            return own
+        seen = {e.id for e in own}
+        extra = [
+            self._events[loc.envelope["id"]]
+            for loc in self._per_ref.get(layout.branch_ref(trunk_name), [])
+            if loc.envelope["id"] not in seen
+            and (mode == "all" or loc.envelope.get("type") in TRUNK_TYPES)
+        ]
+        return own + extra
 
     def get(self, event_id: str) -> Event:
         """An event by id or unique id prefix (at least 4 hex characters), on any branch."""

@@ -100,6 +100,9 @@ def _summary_text(event_type: str, body: dict[str, Any]) -> str:
         return f"{get('capsule', '')} {get('summary', '')}".strip()
     if event_type == "commit_link":
         return f"{str(get('sha', ''))[:12]} {get('message', '')}".strip()
+    if event_type == "commit_rewrite":
+        pairs = get("map") or []
+        return f"{get('kind', '')}: {len(pairs)} commit(s) rewritten"
     for key in ("text", "summary", "message", "value"):
         if isinstance(get(key), str):
             return str(get(key))

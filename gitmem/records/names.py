@@ -23,6 +23,7 @@ REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
     "pattern": ("text",),
     "mistake": ("text",),
     "commit_link": ("sha",),
+    "commit_rewrite": ("kind", "map"),
     "redaction": ("target", "reason"),
 }
 

@@ -156,6 +156,13 @@ class CommitLink(_Body):
     message: str = ""
 
 
+class CommitRewrite(_Body):
+    """Code commits rewritten by amend or rebase: ``map`` pairs [old sha, new sha]."""
+
+    kind: str  # "amend", "rebase", or what git's post-rewrite hook names
+    map: list[list[str]]
+
+
 class Redaction(_Body):
     target: str
     reason: str
@@ -176,6 +183,7 @@ BODY_TYPES: dict[str, type[_Body]] = {
     "pattern": Pattern,
     "mistake": Mistake,
     "commit_link": CommitLink,
+    "commit_rewrite": CommitRewrite,
     "redaction": Redaction,
 }
 

@@ -24,10 +24,14 @@ from gitmem.storage.locate import RepoLocation, read_git_output
 
 Config = dict[str, list[str]]
 
+# Everything gitmem reads, in one call: its own settings, identity, and what
+# branch tracking needs (the trunk, each branch's remote).
+_KEYS = r"^(edda\.|user\.|init\.defaultbranch$|branch\..*\.remote$)"
+
 
 def read_config(location: RepoLocation) -> Config:
-    """All ``edda.*`` and ``user.*`` settings, keys lower-cased, values in file order."""
-    raw = read_git_output(["config", "-z", "--get-regexp", r"^(edda|user)\."], location.cwd)
+    """All ``edda.*``, ``user.*``, ``init.defaultBranch`` and ``branch.*.remote`` settings, keys lower-cased, values in file order."""
+    raw = read_git_output(["config", "-z", "--get-regexp", _KEYS], location.cwd)
     if raw is None:
         return {}  # git exits 1 when nothing matches
     config: Config = {}

@@ -5,6 +5,10 @@ Refs::
     refs/edda/branches/<escaped branch>   event chain of one git branch
     refs/edda/detached                    event chain written on a detached HEAD
     refs/edda/payloads                    the payload store (one parentless commit)
+    refs/edda-remotes/<remote>/...        private mirror of a remote's refs/edda/* (sync)
+
+Besides event commits a chain holds fork commits (a branch's memory starts
+from another's) and merge commits; neither carries events (spec/sync.md).
 
 An event commit's tree holds only the events it adds::
 
@@ -33,6 +37,11 @@ PAYLOAD_REF = "refs/edda/payloads"
 EVENTS_DIR = "events"
 FORMAT_TRAILER = "Edda-Format"
 COUNT_TRAILER = "Edda-Events"
+MERGE_TRAILER = "Edda-Merge"  # on merge commits: the number of parents
+FORK_TRAILER = "Edda-Fork"  # on fork commits: the branch whose memory was inherited
+BRANCH_TRAILER = "Edda-Branch"  # on fork commits: the branch whose memory starts here
+FORK_CODE_TRAILER = "Edda-Fork-Code"  # on fork commits: the code commit at the fork
+MIRROR_ROOT = "refs/edda-remotes/"
 
 # Strings at least this long (UTF-8 bytes) are stored as attachments.
 ATTACHMENT_MIN_BYTES = 8192
@@ -71,6 +80,48 @@ def branch_of_ref(ref: str) -> str | None:
     if ref.startswith(BRANCH_PREFIX):
         return unescape_branch(ref[len(BRANCH_PREFIX) :])
     return None
+
+
+def is_chain_ref(ref: str) -> bool:
+    return ref.startswith(BRANCH_PREFIX) or ref == DETACHED_REF
+
+
+def mirror_prefix(remote_key: str) -> str:
+    """Where a remote's ``refs/edda/*`` are fetched to: never ``refs/edda/`` itself
+    (a fetch would overwrite local memory) and never ``refs/remotes/`` (an
+    ordinary ``git fetch --prune`` would delete it)."""
+    return f"{MIRROR_ROOT}{escape_branch(remote_key)}/"
+
+
+def mirror_ref(remote_key: str, ref: str) -> str:
+    """The mirror of the remote's ``refs/edda/<rest>``."""
+    return mirror_prefix(remote_key) + ref[len(REF_ROOT) :]
+
+
+def unmirror_ref(remote_key: str, mirror: str) -> str:
+    return REF_ROOT + mirror[len(mirror_prefix(remote_key)) :]
+
+
+def merge_message(parents: int) -> str:
+    """A merge commit's message: a function of the parent count only, so the
+    same parents give the same commit on every clone."""
+    return (
+        f"merge {parents} memory heads\n\n"
+        f"{FORMAT_TRAILER}: {FORMAT_VERSION}\n{MERGE_TRAILER}: {parents}\n"
+    )
+
+
+def fork_message(branch: str, source: str | None, code: str | None) -> str:
+    """A fork commit's message: where ``branch``'s memory starts."""
+    subject = f"fork {branch} from {source}" if source else f"start {branch}"
+    if code:
+        subject += f" at {code[:12]}"
+    lines = [f"{FORMAT_TRAILER}: {FORMAT_VERSION}", f"{BRANCH_TRAILER}: {branch}"]
+    if source:
+        lines.append(f"{FORK_TRAILER}: {source}")
+    if code:
+        lines.append(f"{FORK_CODE_TRAILER}: {code}")
+    return subject + "\n\n" + "\n".join(lines) + "\n"
 
 
 def entry_name(index: int) -> str:

@@ -8,7 +8,7 @@ payload store; it does not know what a decision or a pin means (that is
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,6 +85,10 @@ class Ledger:
         self.location = location
         self.backend = backend
         self.fsync = fsync
+        # Where a chain that does not exist yet starts: (batch, ref) -> parent
+        # commit or None. The memory layer sets it to fork from the branch the
+        # git branch was created from (spec/sync.md); storage alone starts roots.
+        self.chain_start: Callable[[ObjectBatch, str], str | None] | None = None
 
     @property
     def state_dir(self) -> Path:
@@ -146,6 +150,8 @@ class Ledger:
                     tip = current[ref]
                     if tip is not None:
                         check_format(self.backend.read_commit(tip).message, f"memory ref {ref}")
+                    elif self.chain_start is not None:
+                        tip = self.chain_start(batch, ref)
                     new[ref] = self._event_commit(batch, items, tip, layout.branch_of_ref(ref))
                 self._write(batch)
                 if journal_files is not None:
@@ -266,6 +272,40 @@ class Ledger:
         message = f"gitmem payload store\n\n{layout.FORMAT_TRAILER}: {layout.FORMAT_VERSION}\n"
         return batch.commit(tree, [], message, 0)
 
+    def join(self, ref: str, others: Sequence[str]) -> tuple[str | None, str | None]:
+        """Merge the chains ``others`` into ``ref`` (canonical merge, no events).
+
+        Caller holds the writer lock. Returns (before, after).
+        """
+        from gitmem.storage import heads
+
+        for tip in others:
+            check_format(self.backend.read_commit(tip).message, f"memory commit {tip}")
+        seen: dict[str, str | None] = {}
+
+        def build(current: Mapping[str, str | None]) -> dict[str, str | None]:
+            batch = ObjectBatch()
+            seen["before"] = current[ref]
+            new = heads.merge_tips(self.backend, batch, [current[ref], *others])
+            self._write(batch)
+            return {ref: new}
+
+        current = self.backend.read_ref(ref)
+        if current is not None and all(self.backend.is_ancestor(t, current) for t in others):
+            return current, current
+        after = transact(self.backend, [ref], build)[ref]
+        return seen["before"], after
+
+    def count_events(self, include: Sequence[str], exclude: Sequence[str]) -> int:
+        """Events added by commits reachable from ``include`` but not ``exclude``."""
+        total = 0
+        for oid in self.backend.commits_between(include, exclude):
+            count = layout.parse_trailers(self.backend.read_commit(oid).message).get(
+                layout.COUNT_TRAILER
+            )
+            total += int(count) if count and count.isdigit() else 0
+        return total
+
     def append(self, events: Sequence[Sealed]) -> dict[str, str]:
         """Commit sealed events under the writer lock (first flushing the spool,
         so spooled events keep their place in each chain)."""
@@ -385,11 +425,7 @@ class Ledger:
     def memory_refs(self) -> dict[str, str]:
         """Every event-chain ref and its tip (the payload ref excluded)."""
         refs = self.backend.list_refs(layout.REF_ROOT)
-        return {
-            r: t
-            for r, t in refs.items()
-            if r.startswith(layout.BRANCH_PREFIX) or r == layout.DETACHED_REF
-        }
+        return {r: t for r, t in refs.items() if layout.is_chain_ref(r)}
 
     def walk(self, tip: str) -> Iterator[tuple[str, Any]]:
         """Every commit reachable from ``tip`` once, newest first (parents after children)."""

@@ -273,3 +273,30 @@ def head_branch(location: RepoLocation) -> str | None:
     if ref is None:
         return None
     return ref[len("refs/heads/") :] if ref.startswith("refs/heads/") else ref
+
+
+def operation_in_progress(location: RepoLocation) -> str | None:
+    """``rebase`` or ``bisect`` when one is under way in this worktree, else None."""
+    for name in ("rebase-merge", "rebase-apply"):
+        if os.path.isdir(os.path.join(location.git_path, name)):
+            return "rebase"
+    if os.path.isfile(os.path.join(location.git_path, "BISECT_START")):
+        return "bisect"
+    return None
+
+
+def memory_branch(location: RepoLocation) -> str | None:
+    """The branch whose memory a write goes to: the checked-out branch, or while
+    a rebase or bisect has detached HEAD, the branch being rebased or bisected.
+    None means detached HEAD (spec/sync.md, "Branches")."""
+    branch = head_branch(location)
+    if branch is not None:
+        return branch
+    for name in ("rebase-merge/head-name", "rebase-apply/head-name"):
+        text = _read_text(os.path.join(location.git_path, name))
+        if text and text.startswith("refs/heads/"):
+            return text[len("refs/heads/") :]
+    text = _read_text(os.path.join(location.git_path, "BISECT_START"))
+    if text and len(text) not in (40, 64):
+        return text.removeprefix("refs/heads/")
+    return None

@@ -176,3 +176,10 @@ class GitCliBackend:
             env=clean_git_env(),
         )
         return proc.returncode == 0
+
+    def commits_between(self, include: Sequence[str], exclude: Sequence[str]) -> list[str]:
+        if not include:
+            return []
+        known = [oid for oid in exclude if self.has_object(oid)]
+        out = self._git(["rev-list", *include, "--not", *known, "--"])
+        return out.decode().split()

@@ -144,3 +144,15 @@ class Libgit2Backend:
         if ancestor == descendant:
             return True
         return bool(self.repo.descendant_of(descendant, ancestor))
+
+    def commits_between(self, include: Sequence[str], exclude: Sequence[str]) -> list[str]:
+        pygit2 = _pygit2()
+        if not include:
+            return []
+        walker = self.repo.walk(include[0], pygit2.enums.SortMode.NONE)
+        for oid in include[1:]:
+            walker.push(oid)
+        for oid in exclude:
+            if oid in self.repo:
+                walker.hide(oid)
+        return [str(commit.id) for commit in walker]
