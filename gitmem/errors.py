@@ -24,6 +24,7 @@ class ExitCode(IntEnum):
     CONFLICT = 5  # import conflict, concurrent update that did not settle
     FORMAT = 6  # memory written by a newer, incompatible gitmem
     DEPENDENCY = 7  # an optional or required dependency is missing
+    REMOTE = 8  # a git remote could not be reached, or refused an update
 
 
 class GitmemError(Exception):
@@ -96,6 +97,13 @@ class GitError(GitmemError):
     """A git operation failed (the git CLI or libgit2 reported an error)."""
 
     exit_code = ExitCode.ERROR
+
+
+class RemoteError(GitError):
+    """A git remote could not be reached, or refused an update for a reason
+    other than having moved (which sync retries)."""
+
+    exit_code = ExitCode.REMOTE
 
 
 def exit_code_for(error: BaseException) -> ExitCode:

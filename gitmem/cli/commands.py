@@ -87,14 +87,146 @@ def _written(event: Event, what: str) -> Output:
 
 
 @app.command
-def init(*, common: Common = DEFAULT_COMMON) -> Output:
-    """Set up gitmem in this repository (idempotent)."""
+def init(
+    *,
+    uninstall: bool = False,
+    no_hooks: bool = False,
+    pre_push: bool = False,
+    no_fetch: bool = False,
+    common: Common = DEFAULT_COMMON,
+) -> Output:
+    """Set up gitmem here (idempotent): state, git hooks, and a first pull when
+    the remote has memory and this clone has none.
+
+    --uninstall removes gitmem's git hooks (restoring any they chained); memory stays.
+    --pre-push also installs a pre-push hook that pushes memory with the code.
+    --no-hooks skips the git hooks; --no-fetch skips the first pull.
+    """
     with _open(common) as mem:
-        info = mem.init()
-    return Output(
-        info,
-        f"gitmem ready in {info['repository']} (memory of branch {info['branch'] or 'detached HEAD'} at {info['memory_ref']})",
+        if uninstall:
+            report = mem.uninstall_hooks()
+            restored = f"; restored {', '.join(report['restored'])}" if report["restored"] else ""
+            return Output(
+                report,
+                f"removed gitmem hooks from {report['hooks_dir']}: {', '.join(report['removed']) or 'none'}{restored}",
+            )
+        info = mem.init(hooks=not no_hooks, pre_push=pre_push, bootstrap=not no_fetch)
+    lines = [
+        f"gitmem ready in {info['repository']} (memory of branch {info['branch'] or 'detached HEAD'} at {info['memory_ref']})"
+    ]
+    hooks = info["hooks"]
+    if hooks:
+        done = hooks["installed"] + hooks["updated"] + hooks["unchanged"] + hooks["chained"]
+        lines.append(f"git hooks in {hooks['hooks_dir']}: {', '.join(done)}")
+        if hooks["chained"]:
+            lines.append(
+                f"  chained existing hook(s), which still run first: {', '.join(hooks['chained'])}"
+            )
+        for hook, why in hooks["skipped"].items():
+            lines.append(f"  skipped {hook}: {why}")
+    boot = info["bootstrap"]
+    if boot and boot.get("pulled"):
+        lines.append(f"fetched memory from {boot['remote']}:")
+        lines += ["  " + line for line in _sync_lines(boot["report"])]
+    elif boot and boot.get("error"):
+        lines.append(f"could not fetch memory from {boot['remote']}: {boot['error']}")
+    return Output(info, "\n".join(lines))
+
+
+def _sync_lines(report: dict[str, Any]) -> list[str]:
+    """People's view of a SyncReport (as JSON)."""
+    lines = []
+    if report.get("shallow_repaired"):
+        lines.append("memory history was truncated by a shallow fetch: fetched it whole")
+    for move in report["pulled"]:
+        lines.append(
+            f"pulled {_ref_name(move['ref'])}: {move['outcome']}, +{move['events']} event(s)"
+        )
+    if report["payloads_added"] or report["payloads_removed"]:
+        lines.append(
+            f"payloads: +{report['payloads_added']} received, -{report['payloads_removed']} removed by redactions"
+        )
+    for merge in report["code_merges"]:
+        lines.append(
+            f"merged memory of {merge['source']} into {merge['into']} (its code was merged): "
+            f"{merge['outcome']}, +{merge['events']} event(s)"
+        )
+    for move in report["pushed"]:
+        lines.append(
+            f"pushed {_ref_name(move['ref'])}: {move['outcome']}, +{move['events']} event(s)"
+        )
+    if report["payloads_pushed"]:
+        lines.append("pushed the payload store")
+    if not lines:
+        lines.append(
+            "up to date" if report["remote_has_memory"] else "the remote has no memory yet"
+        )
+    return lines
+
+
+def _ref_name(ref: str) -> str:
+    from gitmem.storage import layout
+
+    branch = layout.branch_of_ref(ref)
+    return (
+        branch if branch is not None else ("detached HEAD" if ref == layout.DETACHED_REF else ref)
     )
+
+
+def _sync(common: Common, remote: str | None, *, pull: bool, push: bool, verb: str) -> Output:
+    with _open(common) as mem:
+        report = mem.sync(remote, pull=pull, push=push)
+    data = report.to_json()
+    head = f"{verb} {report.remote}"
+    if report.attempts > 1:
+        head += f" ({report.attempts} attempts: the remote moved meanwhile)"
+    return Output(data, head + "\n" + "\n".join("  " + line for line in _sync_lines(data)))
+
+
+@app.command
+def pull(remote: str | None = None, *, common: Common = DEFAULT_COMMON) -> Output:
+    """Fetch memory from REMOTE (default: edda.remote, the branch's remote, origin) and merge it."""
+    return _sync(common, remote, pull=True, push=False, verb="pull from")
+
+
+@app.command
+def push(remote: str | None = None, *, common: Common = DEFAULT_COMMON) -> Output:
+    """Push memory to REMOTE, first merging what it has (never forced)."""
+    return _sync(common, remote, pull=False, push=True, verb="push to")
+
+
+@app.command
+def sync(remote: str | None = None, *, common: Common = DEFAULT_COMMON) -> Output:
+    """Pull, then push: afterwards REMOTE and this clone hold the same memory."""
+    return _sync(common, remote, pull=True, push=True, verb="sync with")
+
+
+@app.command
+def merge(branch: str, *, into: str | None = None, common: Common = DEFAULT_COMMON) -> Output:
+    """Merge BRANCH's memory into the current branch's (or --into's): for squash
+    and rebase merges, which git hooks cannot recognise."""
+    with _open(common) as mem:
+        result = mem.merge(branch, into) if into else mem.merge(branch)
+    return Output(
+        result.to_json(),
+        f"memory of {result.source} into {result.into}: {result.outcome}"
+        + (f", +{result.events} event(s)" if result.events else ""),
+    )
+
+
+@app.command
+def branches(*, common: Common = DEFAULT_COMMON) -> Output:
+    """List memory branches: events, fork point, whether the git branch still exists."""
+    with _open(common) as mem:
+        infos = mem.branches()
+    rows = []
+    for b in infos:
+        marks = ("*" if b.current else " ") + ("T" if b.trunk else " ")
+        name = b.name if b.name is not None else "(detached HEAD)"
+        fork = f"  forked from {b.fork_source}" if b.fork_source else ""
+        gone = "" if b.git_branch or b.name is None else "  (no git branch)"
+        rows.append(f"{marks} {name:<30} {b.events:>6} events  {b.tip[:12]}{fork}{gone}")
+    return Output([b.to_json() for b in infos], "\n".join(rows) or "no memory yet")
 
 
 @app.command
@@ -287,12 +419,19 @@ def capsule_open(
     common: Common = DEFAULT_COMMON,
 ) -> Output:
     """Open a capsule; prints its id."""
+    from gitmem.capture.active import write_active
+
     with _open(common) as mem:
         parent_id = mem.get(parent).id if parent else None
-        return _written(
-            mem.open_capsule(kind, intent, parent=parent_id, **who.kwargs(mem)),
-            f"opened {kind} capsule",
+        event = mem.open_capsule(kind, intent, parent=parent_id, **who.kwargs(mem))
+        # git hooks (post-commit) link commits to the capsule opened last here
+        write_active(
+            mem.location,
+            session=event.scope.get("session"),
+            capsule=event.id,
+            agent=event.scope.get("agent"),
         )
+        return _written(event, f"opened {kind} capsule")
 
 
 @capsule_app.command(name="close")
@@ -301,9 +440,13 @@ def capsule_close(
 ) -> Output:
     """Close a capsule with a summary."""
     with _open(common) as mem:
+        from gitmem.capture.active import clear_active
+
         kwargs = who.kwargs(mem)
         kwargs.pop("capsule", None)
-        return _written(mem.close_capsule(id, summary, **kwargs), "closed with")
+        event = mem.close_capsule(id, summary, **kwargs)
+        clear_active(mem.location, capsule=event.capsule)
+        return _written(event, "closed with")
 
 
 @capsule_app.command(name="list")

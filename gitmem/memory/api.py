@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitmem.capture.sealer import _UNSET, Draft, Sealer
 from gitmem.errors import AmbiguousIdError, NotFoundError, UsageError
@@ -28,6 +28,9 @@ from gitmem.storage.backends import open_backend
 from gitmem.storage.gitconfig import Config, get_bool, read_config
 from gitmem.storage.ledger import FlushResult, Ledger, Located, Sealed
 from gitmem.storage.locate import RepoLocation, locate, memory_branch
+
+if TYPE_CHECKING:
+    from gitmem.sync.protocol import SyncReport
 
 MIN_PREFIX = 4
 
@@ -159,17 +162,52 @@ class Memory:
             self._sealer = Sealer(self.location, self.config)
         return self._sealer
 
-    def init(self) -> dict[str, Any]:
-        """Create gitmem's state dir and flush any spool; returns what exists."""
+    def init(
+        self, *, hooks: bool = True, pre_push: bool = False, bootstrap: bool = True
+    ) -> dict[str, Any]:
+        """Set gitmem up (idempotent): state dir, git hooks, and when this clone
+        has no memory but its remote does, a first pull. Returns what was done."""
         self.location.state_dir.mkdir(parents=True, exist_ok=True)
         self.flush()
-        return {
+        info: dict[str, Any] = {
             "repository": str(self.location.workdir or self.location.git_dir),
             "state_dir": str(self.location.state_dir),
             "branch": self.branch,
             "memory_ref": layout.branch_ref(self.branch),
             "backend": self.backend.name,
+            "hooks": None,
+            "bootstrap": None,
         }
+        if hooks:
+            from gitmem.githooks.install import install
+
+            info["hooks"] = install(self.location, pre_push=pre_push).to_json()
+        if bootstrap and not self.ledger.memory_refs():
+            info["bootstrap"] = self._bootstrap()
+        return info
+
+    def _bootstrap(self) -> dict[str, Any] | None:
+        """Pull from the default remote when it has memory and we have none."""
+        from gitmem.errors import GitmemError
+        from gitmem.sync import transport
+
+        try:
+            remote = transport.resolve_remote(self.location, self.config, None)
+        except UsageError:
+            return None  # no remote: nothing to bootstrap from
+        try:
+            if not transport.remote_has_memory(self.location, remote, prompt=False):
+                return {"remote": remote.name, "pulled": False}
+            report = self.sync(remote.name, push=False)
+        except GitmemError as exc:
+            return {"remote": remote.name, "pulled": False, "error": str(exc)}
+        return {"remote": remote.name, "pulled": True, "report": report.to_json()}
+
+    def uninstall_hooks(self) -> dict[str, Any]:
+        """Remove gitmem's git hooks, restoring the ones they chained. Memory stays."""
+        from gitmem.githooks.install import uninstall
+
+        return uninstall(self.location).to_json()
 
     # writing --------------------------------------------------------------------
     def append(
@@ -450,11 +488,22 @@ class Memory:
         return out
 
     # sharing ----------------------------------------------------------------------
-    def sync(self, remote: str | None = None, *, pull: bool = True, push: bool = True) -> Any:
-        """Fetch, merge and push memory through a git remote (gitmem.sync)."""
+    def sync(
+        self,
+        remote: str | None = None,
+        *,
+        pull: bool = True,
+        push: bool = True,
+        prompt: bool = True,
+    ) -> SyncReport:
+        """Fetch, merge and (with ``push``) push memory through a git remote.
+
+        See :mod:`gitmem.sync.protocol`. ``prompt=False`` never asks for
+        credentials (background runs).
+        """
         from gitmem.sync.protocol import sync
 
-        return sync(self, remote, pull=pull, push=push)
+        return sync(self, remote, pull=pull, push=push, prompt=prompt)
 
     # typed helpers ----------------------------------------------------------------
     def note(

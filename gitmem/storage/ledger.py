@@ -296,6 +296,102 @@ class Ledger:
         after = transact(self.backend, [ref], build)[ref]
         return seen["before"], after
 
+    def redaction_targets(self, trees: Sequence[str | None]) -> set[str]:
+        """Ids named by every redaction event in every chain; each redaction's
+        body is looked up in ``trees`` (payload store roots) in turn."""
+        targets: set[str] = set()
+        for located in self.envelopes():
+            if located.envelope.get("type") != "redaction":
+                continue
+            for tree in trees:
+                found = self.stored_body(tree, located.envelope["id"])
+                if found is not None and isinstance(found[1], dict):
+                    target = found[1].get("target")
+                    if isinstance(target, str):
+                        targets.add(target)
+                    break
+        return targets
+
+    def merge_payloads(self, other_tip: str | None, redacted: set[str]) -> tuple[int, int]:
+        """Merge another payload store (a fetched one) into ours. Caller holds the lock.
+
+        The result is the union of both stores minus every payload in
+        ``redacted`` and the attachments only they used: a clone that still
+        holds a redacted payload can never bring it back. Returns (payloads
+        added, payloads removed).
+        """
+        counts = [0, 0]
+        removed_blobs: list[str] = []
+
+        def build(current: Mapping[str, str | None]) -> dict[str, str | None]:
+            batch = ObjectBatch()
+            root = self.payload_tree(current[layout.PAYLOAD_REF])
+            other = self.payload_tree(other_tip) if other_tip else None
+            changes: dict[str, str | None] = {}
+            removing = sorted(e for e in redacted if self.stored_body(root, e) is not None)
+            removed: list[str] = []
+            for event_id in removing:
+                found = self.stored_body(root, event_id)
+                assert found is not None
+                blob, stored = found
+                changes[layout.payload_path(event_id)] = None
+                removed.append(blob)
+                for sha in self._orphaned_attachments(
+                    root, event_id, layout.attachment_refs(stored), removing
+                ):
+                    path = layout.attachment_path(sha)
+                    oid = self.backend.read_path(root, path) if root else None
+                    changes[path] = None
+                    if oid:
+                        removed.append(oid)
+            added = 0
+            for event_id, blob in self._missing_payloads(root, other):
+                if event_id in redacted:
+                    continue
+                changes[layout.payload_path(event_id)] = blob
+                added += 1
+                for sha in layout.attachment_refs(canonical.decode(self.backend.read_blob(blob))):
+                    path = layout.attachment_path(sha)
+                    have = self.backend.read_path(root, path) if root else None
+                    if have is None or changes.get(path, have) is None:
+                        theirs = self.backend.read_path(other, path) if other else None
+                        if theirs is not None:
+                            changes[path] = theirs
+            counts[:] = [added, len(removing)]
+            removed_blobs[:] = [oid for oid in removed if oid not in changes.values()]
+            if not changes:
+                return {layout.PAYLOAD_REF: current[layout.PAYLOAD_REF]}
+            tip = self.payload_snapshot(batch, root, changes)
+            self._write(batch)
+            return {layout.PAYLOAD_REF: tip}
+
+        transact(self.backend, [layout.PAYLOAD_REF], build)
+        if removed_blobs:
+            with open(self.state_dir / PURGE_LIST, "a", encoding="ascii") as handle:
+                handle.write("".join(f"{oid}\n" for oid in removed_blobs))
+        return counts[0], counts[1]
+
+    def _missing_payloads(self, root: str | None, other: str | None) -> Iterator[tuple[str, str]]:
+        """(event id, blob) of payloads in store ``other`` that ``root`` lacks."""
+        if other is None:
+            return
+        theirs = self.backend.read_path(other, "p")
+        if theirs is None:
+            return
+        ours = self.backend.read_path(root, "p") if root else None
+        our_fans = {e.name: e.oid for e in self.backend.read_tree(ours)} if ours else {}
+        for fan in self.backend.read_tree(theirs):
+            if our_fans.get(fan.name) == fan.oid:
+                continue  # identical subtree: nothing new in it
+            mine = (
+                {e.name for e in self.backend.read_tree(our_fans[fan.name])}
+                if fan.name in our_fans
+                else set()
+            )
+            for entry in self.backend.read_tree(fan.oid):
+                if entry.name not in mine:
+                    yield entry.name, entry.oid
+
     def count_events(self, include: Sequence[str], exclude: Sequence[str]) -> int:
         """Events added by commits reachable from ``include`` but not ``exclude``."""
         total = 0

@@ -1,0 +1,48 @@
+"""Background work started by git hooks, with the full library loaded.
+
+``python -m gitmem.githooks.worker apply REPO``
+    apply pending hook intents (forks, merges) and flush the capture spool;
+``python -m gitmem.githooks.worker push REPO REMOTE``
+    push memory to REMOTE (pre-push), never prompting for credentials.
+
+Outcomes and errors go to ``<common dir>/edda/log/hooks.log``; the exit
+status is only for that log, nobody waits for it.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def run_job(job: str, repo: str, *args: str) -> str:
+    """Do ``job`` for the repository at ``repo``; returns a one-line summary."""
+    from gitmem.memory.api import Memory
+
+    with Memory.open(repo) as memory:
+        if job == "apply":
+            merges = memory.apply_intents()
+            flushed = memory.flush()
+            return f"applied intents ({len(merges)} memory merge(s)), flushed {flushed.events} event(s)"
+        if job == "push":
+            report = memory.sync(args[0] if args else None, pull=False, prompt=False)
+            return f"pushed memory to {report.remote}: {len(report.pushed)} ref(s)"
+    raise ValueError(f"unknown job {job!r}")
+
+
+def main(argv: list[str]) -> int:
+    from gitmem.githooks.run import log
+    from gitmem.storage.locate import locate
+
+    location = None
+    try:
+        location = locate(argv[1])
+        summary = run_job(argv[0], argv[1], *argv[2:])
+        log(location, f"worker {argv[0]}: {summary}")
+        return 0
+    except Exception as exc:
+        log(location, f"worker {argv[:1]} failed: {type(exc).__name__}: {exc}")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,257 @@
+"""``git edda pull | push | sync``: share memory through a git remote.
+
+One round (spec/sync.md, "Sync protocol"):
+
+1. flush local work (spool, hook intents);
+2. fetch the remote's memory into the private mirror; repair it first when a
+   shallow fetch truncated it;
+3. check every incoming commit (format, envelope ids) before using it;
+4. under the writer lock, merge each mirrored chain into the local chain of
+   the same name (canonical merges: fast-forward when possible), then merge
+   the payload stores minus every redacted payload, and advance the clock;
+5. push every local ref the remote lacks or is behind on, without force
+   (the payload store with a lease on the value just fetched); when the
+   remote moved meanwhile, go back to 2, up to ``attempts`` times;
+6. after a pull, merge the memory of branches whose code has been merged.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from gitmem.errors import ConflictError, FormatError
+from gitmem.storage import canonical, clock, layout
+from gitmem.storage.envelope import envelope_problems
+from gitmem.storage.ledger import check_format
+from gitmem.storage.locate import run_git
+from gitmem.sync import shallow, transport
+
+if TYPE_CHECKING:
+    from gitmem.memory.api import Memory, MergeResult
+
+
+@dataclass(frozen=True)
+class RefMove:
+    """One ref that moved: locally on pull, on the remote on push."""
+
+    ref: str
+    before: str | None
+    after: str | None
+    outcome: str  # created, fast-forward, merged
+    events: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ref": self.ref,
+            "before": self.before,
+            "after": self.after,
+            "outcome": self.outcome,
+            "events": self.events,
+        }
+
+
+@dataclass
+class SyncReport:
+    """What a pull, push or sync moved."""
+
+    remote: str
+    pulled: list[RefMove] = field(default_factory=list)
+    pushed: list[RefMove] = field(default_factory=list)
+    payloads_added: int = 0
+    payloads_removed: int = 0
+    payloads_pushed: bool = False
+    code_merges: list[MergeResult] = field(default_factory=list)
+    bootstrapped: bool = False
+    shallow_repaired: bool = False
+    remote_has_memory: bool = False
+    attempts: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return bool(
+            self.pulled
+            or self.pushed
+            or self.payloads_added
+            or self.payloads_removed
+            or self.payloads_pushed
+            or self.code_merges
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "remote": self.remote,
+            "pulled": [m.to_json() for m in self.pulled],
+            "pushed": [m.to_json() for m in self.pushed],
+            "payloads_added": self.payloads_added,
+            "payloads_removed": self.payloads_removed,
+            "payloads_pushed": self.payloads_pushed,
+            "code_merges": [m.to_json() for m in self.code_merges],
+            "bootstrapped": self.bootstrapped,
+            "shallow_repaired": self.shallow_repaired,
+            "remote_has_memory": self.remote_has_memory,
+            "attempts": self.attempts,
+        }
+
+
+def sync(
+    memory: Memory,
+    remote: str | None = None,
+    *,
+    pull: bool = True,
+    push: bool = True,
+    attempts: int = 5,
+    prompt: bool = True,
+) -> SyncReport:
+    """Fetch and merge the remote's memory; with ``push``, send ours back.
+
+    Pushing always fetches and merges first (memory is never force-pushed),
+    so ``push`` without ``pull`` only skips the code-merge detection.
+    """
+    target = transport.resolve_remote(memory.location, memory.config, remote)
+    report = SyncReport(target.name)
+    memory.flush()
+    had_memory = bool(memory.ledger.memory_refs())
+    delay = 0.05
+    for attempt in range(1, attempts + 1):
+        report.attempts = attempt
+        transport.fetch(memory.location, target, prompt=prompt)
+        if shallow.truncated_memory(memory.location, memory.backend):
+            shallow.repair(memory.location, target)
+            report.shallow_repaired = True
+        mirror = _mirror(memory, target)
+        report.remote_has_memory = report.remote_has_memory or bool(mirror)
+        _merge_mirror(memory, mirror, report)
+        if not push or _push(memory, target, mirror, report, prompt=prompt):
+            break
+        time.sleep(delay * (0.5 + random.random()))
+        delay *= 2
+    else:
+        raise ConflictError(
+            f"memory on {target.name} kept moving during {attempts} attempts",
+            "another clone is pushing right now; run the command again",
+        )
+    if pull:
+        report.code_merges = memory.merge_code_merges()
+    report.bootstrapped = not had_memory and bool(memory.ledger.memory_refs())
+    return report
+
+
+def _mirror(memory: Memory, target: transport.Remote) -> dict[str, str]:
+    """The remote's refs as last fetched: ``refs/edda/…`` name -> tip."""
+    prefix = target.mirror_prefix
+    return {
+        layout.unmirror_ref(target.key, ref): tip
+        for ref, tip in memory.backend.list_refs(prefix).items()
+    }
+
+
+def _check_incoming(memory: Memory, commits: list[str]) -> int:
+    """Refuse malformed or newer-format incoming commits; return the newest event time."""
+    backend = memory.backend
+    newest = 0
+    for oid in commits:
+        info = backend.read_commit(oid)
+        check_format(info.message, f"fetched memory commit {oid}")
+        for blob, envelope in memory.ledger.commit_envelopes(oid, info):
+            problems = envelope_problems(envelope)
+            if problems or not canonical.is_canonical(backend.read_blob(blob)):
+                raise FormatError(
+                    f"fetched memory commit {oid} holds an invalid event ({blob}): "
+                    f"{'; '.join(problems) or 'not canonical'}",
+                    "nothing was merged; ask whoever pushed it to run 'git edda verify'",
+                )
+            newest = max(newest, int(envelope["time"]))
+    return newest
+
+
+def _merge_mirror(memory: Memory, mirror: dict[str, str], report: SyncReport) -> None:
+    ledger = memory.ledger
+    chains = {ref: tip for ref, tip in mirror.items() if layout.is_chain_ref(ref)}
+    with ledger.locked():
+        memory.flush()
+        local = ledger.memory_refs()
+        incoming = memory.backend.commits_between(list(chains.values()), list(local.values()))
+        newest = _check_incoming(memory, incoming)
+        remote_payload = mirror.get(layout.PAYLOAD_REF)
+        if remote_payload is not None:
+            check_format(memory.backend.read_commit(remote_payload).message, "fetched payloads")
+        for ref, tip in sorted(chains.items()):
+            before, after = ledger.join(ref, [tip])
+            if before == after or after is None:
+                continue
+            outcome = "created" if before is None else "fast-forward" if after == tip else "merged"
+            events = ledger.count_events([after], [before] if before else [])
+            report.pulled.append(RefMove(ref, before, after, outcome, events))
+        local_payload = memory.backend.read_ref(layout.PAYLOAD_REF)
+        redacted = ledger.redaction_targets(
+            [
+                ledger.payload_tree(local_payload) if local_payload else None,
+                ledger.payload_tree(remote_payload) if remote_payload else None,
+            ]
+        )
+        added, removed = ledger.merge_payloads(remote_payload, redacted)
+        report.payloads_added += added
+        report.payloads_removed += removed
+        if newest:
+            clock.observe(memory.location.state_path, newest)
+
+
+def _push(
+    memory: Memory,
+    target: transport.Remote,
+    mirror: dict[str, str],
+    report: SyncReport,
+    *,
+    prompt: bool,
+) -> bool:
+    """Push what the remote lacks; False when it moved and we must go again."""
+    ledger = memory.ledger
+    local = dict(ledger.memory_refs())
+    payload = memory.backend.read_ref(layout.PAYLOAD_REF)
+    refs = sorted(ref for ref, tip in local.items() if mirror.get(ref) != tip)
+    leases: dict[str, str | None] = {}
+    if payload is not None and mirror.get(layout.PAYLOAD_REF) != payload:
+        leases[layout.PAYLOAD_REF] = mirror.get(layout.PAYLOAD_REF)
+    if not refs and not leases:
+        return True
+    # Payloads first: a remote never holds an event whose payload is missing.
+    order = [*leases, *refs]
+    outcome = transport.push(memory.location, target, order, leases, prompt=prompt)
+    if outcome.message == "atomic-unsupported":
+        for group in ([*leases], refs):
+            if not group:
+                continue
+            outcome = transport.push(
+                memory.location,
+                target,
+                group,
+                {r: leases[r] for r in group if r in leases},
+                prompt=prompt,
+                atomic=False,
+            )
+            if not outcome.ok:
+                break
+    if not outcome.ok:
+        return False
+    updates = []
+    for ref in refs:
+        before = mirror.get(ref)
+        after = local[ref]
+        if before is None:
+            kind = "created"
+        elif memory.backend.is_ancestor(before, after):
+            kind = "fast-forward"
+        else:
+            kind = "merged"
+        events = ledger.count_events([after], [before] if before else [])
+        report.pushed.append(RefMove(ref, before, after, kind, events))
+        updates.append(f"update {layout.mirror_ref(target.key, ref)} {after}\n")
+    if leases and payload is not None:
+        report.payloads_pushed = True
+        updates.append(f"update {layout.mirror_ref(target.key, layout.PAYLOAD_REF)} {payload}\n")
+    # Record what the remote now holds, as git does for remote-tracking refs.
+    run_git(["update-ref", "--stdin"], memory.location.cwd, "".join(updates).encode())
+    return True
