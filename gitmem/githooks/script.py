@@ -35,7 +35,7 @@ _TEMPLATE = """#!/bin/sh
 hook={hook}
 python={python}
 pkgpath={pkgpath}
-here=$(dirname -- "$0")
+here=${{0%/*}}
 status=0
 {body}
 exit $status

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 
-from gitmem.errors import GitError, NotARepositoryError
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
@@ -116,6 +114,8 @@ def run_git(
 ) -> bytes:
     """Run git with a clean environment; raise GitError with git's message on failure."""
     import subprocess  # lazily: the hook path uses read_git_output instead
+
+    from gitmem.errors import GitError  # lazily: enum costs ~4 ms on the hook path
 
     try:
         proc = subprocess.run(
@@ -230,6 +230,8 @@ def locate(path: str | os.PathLike[str] | None = None) -> RepoLocation:
         if parent == candidate:
             break
         candidate = parent
+    from gitmem.errors import NotARepositoryError
+
     raise NotARepositoryError(
         f"not a git repository: {start}",
         "run inside a git repository, pass --repo PATH, or create one with 'git init'",
