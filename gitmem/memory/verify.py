@@ -246,6 +246,14 @@ def _verify_chain(
                 Problem(f"commit tree unreadable: {_error_text(exc)}", ref, oid, info.tree)
             )
             continue
+        if len(info.parents) > 1 and entries:
+            report.problems.append(
+                Problem("a merge commit carries events (merges must not)", ref, oid, oid)
+            )
+        if len(info.parents) <= 1 and not entries and layout.BRANCH_TRAILER not in trailers:
+            report.problems.append(
+                Problem("commit holds no events and is not a fork commit", ref, oid, oid)
+            )
         if not info.parents or len(info.parents) == 1:
             names = sorted(e.name for e in entries)
             if names != [layout.entry_name(i) for i in range(len(names))]:
