@@ -114,8 +114,9 @@ def has_memory(location: RepoLocation) -> bool:
         return False
 
 
-def spawn_worker(location: RepoLocation, job: str, *args: str) -> None:
-    """Start ``python -m gitmem.githooks.worker`` detached, logging to hooks.log."""
+def spawn_worker(location: RepoLocation, job: str, *args: str, wait: bool = False) -> None:
+    """Start ``python -m gitmem.githooks.worker`` (with site-packages, unlike this
+    process), output to hooks.log. Detached in its own session unless ``wait``."""
     import gitmem
 
     env = {k: v for k, v in os.environ.items() if k not in GIT_LOCAL_ENV_VARS}
@@ -127,7 +128,7 @@ def spawn_worker(location: RepoLocation, job: str, *args: str) -> None:
     devnull = os.open(os.devnull, os.O_RDONLY)
     out = os.open(os.path.join(log_dir, LOG_NAME), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.posix_spawn(
+        pid = os.posix_spawn(
             sys.executable,
             [sys.executable, "-m", "gitmem.githooks.worker", job, location.cwd, *args],
             env,
@@ -136,24 +137,18 @@ def spawn_worker(location: RepoLocation, job: str, *args: str) -> None:
                 (os.POSIX_SPAWN_DUP2, out, 1),
                 (os.POSIX_SPAWN_DUP2, out, 2),
             ],
-            setsid=True,
+            setsid=not wait,
         )
     finally:
         os.close(devnull)
         os.close(out)
-
-
-def _background(location: RepoLocation) -> bool:
-    return os.environ.get("GITMEM_HOOKS_FOREGROUND") != "1"
+    if wait:
+        os.waitpid(pid, 0)
 
 
 def _run_job(location: RepoLocation, job: str, *args: str) -> None:
-    if _background(location):
-        spawn_worker(location, job, *args)
-    else:  # tests and CI: do it now, in this process (needs the full library)
-        from gitmem.githooks.worker import run_job
-
-        run_job(job, location.cwd, *args)
+    # GITMEM_HOOKS_FOREGROUND=1 (tests, CI): finish the work before git returns.
+    spawn_worker(location, job, *args, wait=os.environ.get("GITMEM_HOOKS_FOREGROUND") == "1")
 
 
 def post_checkout(location: RepoLocation, args: list[str]) -> None:
