@@ -1,4 +1,4 @@
-"""Fork and merge commits (gitmem.storage.heads): canonical, order-independent, valid git."""
+"""Fork and merge commits (gitmem.storage.heads): deterministic, forward-only, valid git."""
 
 from __future__ import annotations
 
@@ -50,9 +50,19 @@ def _shapes(indexes: list[int]) -> st.SearchStrategy[object]:
     return st.permutations(indexes).flatmap(lambda p: build(tuple(p)))
 
 
+def _events(mem: Memory, tip: str) -> set[str]:
+    return {
+        env["id"]
+        for oid, info in mem.ledger.walk(tip)
+        for _, env in mem.ledger.commit_envelopes(oid, info)
+    }
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), count=st.integers(2, 4))
-def test_any_merge_order_gives_the_same_commit(data: st.DataObject, count: int) -> None:
+def test_any_merge_order_gives_the_same_memory_and_only_moves_forward(
+    data: st.DataObject, count: int
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         repo = init_repo(Path(tmp) / "r")
         git(repo, "config", "edda.fsync", "false")
@@ -61,13 +71,39 @@ def test_any_merge_order_gives_the_same_commit(data: st.DataObject, count: int) 
             indexes = list(range(count))
             first = _merge_tree(mem, data.draw(_shapes(indexes)), tips)
             second = _merge_tree(mem, data.draw(_shapes(indexes)), tips)
-            assert first == second
-            info = mem.backend.read_commit(first)
-            assert list(info.parents) == sorted(tips)  # flattened: the heads themselves
+            everything = set().union(*(_events(mem, t) for t in tips))
+            assert _events(mem, first) == _events(mem, second) == everything
+            for tip in tips:  # the result descends from every input
+                assert mem.backend.is_ancestor(tip, first)
+                assert mem.backend.is_ancestor(tip, second)
+            # merging again, in either direction, is a fast-forward to a common result
+            joined = _merge_tree(mem, (0, 1), [first, second])
+            assert mem.backend.is_ancestor(first, joined) and mem.backend.is_ancestor(
+                second, joined
+            )
+            assert _merge_tree(mem, (0, 1), [joined, first]) == joined
+            # a flat merge of all tips: parents are the tips, time the newest
+            flat = _merge_tree(mem, tuple(indexes), tips)
+            info = mem.backend.read_commit(flat)
+            assert list(info.parents) == sorted(tips)
             assert info.time == max(mem.backend.read_commit(t).time for t in tips)
             assert layout.parse_trailers(info.message)[layout.MERGE_TRAILER] == str(count)
-            # merging a tip that is already contained changes nothing
-            assert _merge_tree(mem, (0, 1), [first, tips[0]]) == first
+            assert _merge_tree(mem, tuple(reversed(indexes)), tips) == flat  # deterministic
+
+
+def test_merging_a_merge_with_new_work_keeps_the_merge_as_parent(tmp_path: Path) -> None:
+    """The regression behind the rule: a merge of (merge, new work) must descend
+    from the earlier merge, or the ref would move backwards and pushes fail."""
+    repo = init_repo(tmp_path / "r")
+    with Memory.open(repo) as mem:
+        mem.note("a", branch="main")
+        mem.note("b", branch="f1")
+        first = mem.merge("f1", "main").after
+        mem.note("c", branch="f1")
+        second = mem.merge("f1", "main")
+        assert second.outcome == "merged" and first is not None and second.after is not None
+        assert mem.backend.is_ancestor(first, second.after)
+        assert {e.field("text") for e in mem.events(branch="main")} == {"a", "b", "c"}
 
 
 def test_merge_commit_is_plain_git(tmp_path: Path) -> None:

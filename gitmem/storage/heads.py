@@ -1,20 +1,22 @@
-"""How chains start and join: fork commits and canonical merge commits.
+"""How chains start and join: fork commits and merge commits.
 
 Neither kind carries events. Both are pure functions of their inputs, so two
 clones that fork or merge the same commits produce the same commit ids
-(spec/sync.md, "Merge rule"):
+(spec/sync.md, "The merge rule"):
 
 * a **fork commit** has the source chain's tip as its only parent (none when
   the source has no memory), the empty tree, gitmem's identity, the parent's
   time, and trailers naming the branch, its source and the code commit at the
   fork;
-* a **merge commit** joins the *heads* of the chains being merged: every
-  non-merge commit at the frontier of their union, with any head that is an
-  ancestor of another dropped. Its parents are the heads in sorted order, its
-  time is the newest head's, its message depends only on the parent count.
-  Merging merge commits therefore flattens: ``merge(merge(a, b), c)`` and
-  ``merge(a, merge(b, c))`` are the same commit, so the result depends
-  neither on the order of merges nor on who did them.
+* a **merge commit** has as parents the tips being merged, minus any tip that
+  is an ancestor of another, in sorted order; the empty tree; the newest
+  parent's time; and a message that depends only on the parent count.
+
+Every merge result descends from every input, so a memory ref only ever
+moves forward and is pushed without force. The merged *memory* (the set of
+events, ordered by time and id) is the same whatever the order of merges;
+the commit ids of intermediate merges may differ, and sync converges them by
+fast-forwarding every clone to the remote's tip.
 """
 
 from __future__ import annotations
@@ -26,28 +28,10 @@ from gitmem.storage.backends.base import Backend
 from gitmem.storage.objects import ObjectBatch
 
 
-def is_merge(backend: Backend, commit: str) -> bool:
-    return len(backend.read_commit(commit).parents) > 1
-
-
-def heads(backend: Backend, tips: Iterable[str]) -> list[str]:
-    """The sorted, reduced frontier of ``tips``: merge commits are replaced by
-    their parents (recursively) and any commit that is an ancestor of another
-    is dropped."""
-    frontier: set[str] = set()
-    stack = list(dict.fromkeys(tips))
-    expanded: set[str] = set()
-    while stack:
-        oid = stack.pop()
-        if oid in expanded:
-            continue
-        expanded.add(oid)
-        parents = backend.read_commit(oid).parents
-        if len(parents) > 1:
-            stack.extend(parents)
-        else:
-            frontier.add(oid)
-    ordered = sorted(frontier)
+def reduce_tips(backend: Backend, tips: Iterable[str]) -> list[str]:
+    """``tips`` without duplicates and without any tip that is an ancestor of
+    another, sorted by id."""
+    ordered = sorted(set(tips))
     return [
         oid
         for oid in ordered
@@ -56,20 +40,16 @@ def heads(backend: Backend, tips: Iterable[str]) -> list[str]:
 
 
 def merge_tips(backend: Backend, batch: ObjectBatch, tips: Sequence[str | None]) -> str | None:
-    """The canonical tip joining ``tips`` (None entries are absent chains).
+    """The tip joining ``tips`` (None entries are absent chains).
 
     Returns one of the tips when it already contains the others (fast-forward
-    or up to date), else a new merge commit written into ``batch``.
+    or up to date), else a new merge commit written into ``batch`` whose
+    parents are the remaining tips.
     """
     present = [t for t in dict.fromkeys(tips) if t is not None]
     if not present:
         return None
-    if len(present) == 1:
-        return present[0]
-    for tip in present:  # fast path: one tip already holds every other
-        if all(backend.is_ancestor(other, tip) for other in present if other != tip):
-            return tip
-    joined = heads(backend, present)
+    joined = reduce_tips(backend, present)
     if len(joined) == 1:
         return joined[0]
     when = max(backend.read_commit(oid).time for oid in joined)

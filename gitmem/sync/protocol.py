@@ -9,10 +9,10 @@ One round (spec/sync.md, "Sync protocol"):
 4. under the writer lock, merge each mirrored chain into the local chain of
    the same name (canonical merges: fast-forward when possible), then merge
    the payload stores minus every redacted payload, and advance the clock;
-5. push every local ref the remote lacks or is behind on, without force
+5. with ``pull``, merge the memory of branches whose code has been merged;
+6. push every local ref the remote lacks or is behind on, without force
    (the payload store with a lease on the value just fetched); when the
-   remote moved meanwhile, go back to 2, up to ``attempts`` times;
-6. after a pull, merge the memory of branches whose code has been merged.
+   remote moved meanwhile, go back to 2, up to ``attempts`` times.
 """
 
 from __future__ import annotations
@@ -124,6 +124,9 @@ def sync(
         mirror = _mirror(memory, target)
         report.remote_has_memory = report.remote_has_memory or bool(mirror)
         _merge_mirror(memory, mirror, report)
+        if pull:
+            # before pushing, so the memory merges that follow code merges travel too
+            report.code_merges.extend(memory.merge_code_merges())
         if not push or _push(memory, target, mirror, report, prompt=prompt):
             break
         time.sleep(delay * (0.5 + random.random()))
@@ -133,8 +136,6 @@ def sync(
             f"memory on {target.name} kept moving during {attempts} attempts",
             "another clone is pushing right now; run the command again",
         )
-    if pull:
-        report.code_merges = memory.merge_code_merges()
     report.bootstrapped = not had_memory and bool(memory.ledger.memory_refs())
     return report
 
