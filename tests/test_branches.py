@@ -213,9 +213,11 @@ def test_rename_continues_the_old_chain(tmp_path: Path) -> None:
         assert mem.branch == "feat2"
         assert [e.id for e in mem.events()] == [on_main.id, on_feat.id]
         renamed = mem.note("after the rename")
-    # no new fork commit: the first commit of feat2 sits right on feat's tip
-    assert git(repo, "rev-parse", "refs/edda/branches/feat2^").strip() == feat_tip
-    assert "Edda-Branch" not in trailers(repo, "refs/edda/branches/feat2")
+    # a rename fork commit sits right on feat's tip, carrying feat's fork record
+    assert git(repo, "rev-parse", "refs/edda/branches/feat2^^").strip() == feat_tip
+    rename = trailers(repo, "refs/edda/branches/feat2^")
+    assert rename["Edda-Renamed-From"] == "feat" and rename["Edda-Branch"] == "feat2"
+    assert rename["Edda-Fork"] == "main"
     assert ids(repo) == [on_main.id, on_feat.id, renamed.id]
     with Memory.open(repo) as mem:
         info = {b.name: b for b in mem.branches()}
@@ -223,17 +225,6 @@ def test_rename_continues_the_old_chain(tmp_path: Path) -> None:
     assert info["feat"].fork_source == "main"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "after 'git branch -m feat feat2' the fork record is lost: heads.find_fork only "
-        "matches fork commits whose Edda-Branch is the current name (feat), so "
-        "branches() shows no fork_source for feat2 and merge detection (pull, "
-        "post-merge) loses both guards of spec/sync.md section 6: merge_code_merges() "
-        "merges main's post-fork memory into feat2 and fast-forwards main's memory onto "
-        "feat2's, though feat2 has no commits of its own and nothing was merged"
-    ),
-)
 def test_rename_keeps_the_fork_record_for_merge_detection(tmp_path: Path) -> None:
     repo = setup_repo(tmp_path / "repo")
     note(repo, "main base")

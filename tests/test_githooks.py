@@ -299,14 +299,6 @@ def test_failing_chained_pre_push_still_refuses_the_push(tmp_path: Path) -> None
     assert ref_tip(remote, "refs/heads/main") == head
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "pre-push script runs gitmem's part even when the chained <hook>.pre-gitmem "
-        "exited non-zero: the code push is refused but memory is still pushed to the "
-        "remote (background 'git edda push')"
-    ),
-)
 def test_refused_push_does_not_push_memory(tmp_path: Path) -> None:
     repo, remote = refusing_pre_push_repo(tmp_path, tmp_path / "hook.log")
     proc = hgit(repo, "push", "origin", "main", check=False)  # foreground: job done on return
@@ -563,15 +555,6 @@ def test_fast_forward_code_merge_fast_forwards_memory(tmp_path: Path) -> None:
     assert feat_note.id in {e.id for e in events(repo, trunk="none")}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a git merge that stops on a conflict and is completed with 'git commit' (or "
-        "'git merge --continue') never runs post-merge, and post-commit does not treat "
-        "a merge commit as a merge: the merged branch's memory is not merged (only a "
-        "later 'git edda pull' or 'git edda merge' does it)"
-    ),
-)
 def test_conflicted_merge_completed_by_commit_merges_memory(tmp_path: Path) -> None:
     repo = setup_repo(tmp_path / "repo")
     (repo / "f.txt").write_text("base\n")

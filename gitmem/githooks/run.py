@@ -15,10 +15,13 @@ each hook does (spec/sync.md, "Git hooks"):
 ``post-commit``
     Spool a ``commit_link`` event for the new commit with the active session
     and capsule (skipped while a rebase replays commits: post-rewrite maps them).
+    For a merge commit (a conflicted merge finished with ``git commit``, for
+    which git runs no post-merge), record a merge intent instead.
 ``post-rewrite <amend|rebase>``
     Spool one ``commit_rewrite`` event with the old -> new pairs from stdin.
 ``pre-push <remote> <url>`` (optional)
-    Start a background ``git edda push <remote>`` so memory travels with code.
+    Start a background ``git edda push <remote>`` so memory travels with code;
+    not when a chained pre-push hook refused the push.
 
 Nothing here raises: errors go to ``<common dir>/edda/log/hooks.log``.
 """
@@ -227,14 +230,24 @@ def _spool(location: RepoLocation, event_type: str, body: dict[str, object]) -> 
 def post_commit(location: RepoLocation, args: list[str]) -> None:
     if operation_in_progress(location) == "rebase":
         return  # replayed commits: post-rewrite records the mapping
-    out = read_git_output(["log", "-1", "--format=%H%x00%s", "HEAD"], location.cwd)
+    out = read_git_output(["log", "-1", "--format=%H%x00%P%x00%s", "HEAD"], location.cwd)
     if not out:
         return
-    sha, _, subject = out.decode("utf-8", "replace").strip().partition("\0")
+    sha, parents, subject = out.decode("utf-8", "replace").strip().split("\0", 2)
+    branch = head_branch(location)
+    if len(parents.split()) > 1:
+        # A merge finished by `git commit` after a conflict: git runs no
+        # post-merge for it, so this is where memory learns of the merge.
+        if branch is not None and has_memory(location):
+            from gitmem.branches.intents import write_intent
+
+            intent = {"kind": "merge", "branch": branch, "head": sha, "orig": parents.split()[0]}
+            write_intent(location.state_path, intent)
+            _run_job(location, "apply")
+        return
     from gitmem.capture.active import read_active
 
     body: dict[str, object] = {"sha": sha, "message": subject}
-    branch = head_branch(location)
     if branch:
         body["branch"] = branch
     session = read_active(location).get("session")

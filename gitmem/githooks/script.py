@@ -6,7 +6,8 @@ Each script:
   and uninstalling removes it, and a foreign hook is never mistaken for it;
 * first runs the hook that was there before (kept as ``<hook>.pre-gitmem``)
   with the same arguments and standard input, and exits with *its* status:
-  a failing pre-push or pre-existing check still stops git;
+  a failing pre-push or pre-existing check still stops git (and for pre-push,
+  gitmem's part then does not run: a refused push sends no memory either);
 * then runs gitmem's part (:mod:`gitmem.githooks.run`) with ``python -S``
   (no site import: a few ms) from the interpreter that installed it. That
   part never fails the git command: its output is discarded, errors are
@@ -52,7 +53,7 @@ _STDIN = """input=$(cat)
 if [ -x "$here/$hook{suffix}" ]; then
   if [ -n "$input" ]; then printf '%s\\n' "$input"; fi | "$here/$hook{suffix}" "$@" || status=$?
 fi
-if [ -z "$GITMEM_NO_HOOKS" ] && [ -x "$python" ]; then
+if [ -z "$GITMEM_NO_HOOKS" ] && [ -x "$python" ]{guard}; then
   if [ -n "$input" ]; then printf '%s\\n' "$input"; fi |
     "$python" -S -E -c {runner} "$pkgpath" "$hook" "$@" >/dev/null 2>&1
 fi"""
@@ -66,8 +67,11 @@ def _quote(text: str) -> str:
 
 def render(hook: str, python: str, pkgpath: str) -> str:
     """The script for ``hook``, running gitmem with ``python`` from ``pkgpath``."""
+    # A refused push must not send memory either: pre-push's part runs only
+    # when the chained hook agreed. After the fact (post-*), it always runs.
+    guard = ' && [ "$status" -eq 0 ]' if hook == "pre-push" else ""
     body = (_STDIN if hook in STDIN_HOOKS else _PLAIN).format(
-        suffix=CHAINED_SUFFIX, runner=_quote(RUNNER)
+        suffix=CHAINED_SUFFIX, runner=_quote(RUNNER), guard=guard
     )
     return _TEMPLATE.format(
         marker=MARKER,

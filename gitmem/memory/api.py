@@ -289,7 +289,19 @@ class Memory:
         tips = self.ledger.memory_refs()
         source_tip = tips.get(layout.branch_ref(plan.source)) if plan.source else None
         if plan.kind == "rename":
-            return source_tip
+            # The old chain continues; a fork commit under the new name carries
+            # the old one's fork record, which merge detection needs.
+            assert plan.source is not None and source_tip is not None
+            origin = heads.find_fork(self.backend, source_tip, plan.source)
+            return heads.fork_commit(
+                self.backend,
+                batch,
+                branch,
+                source=origin[0] if origin else None,
+                source_tip=source_tip,
+                code=origin[1] if origin else plan.code,
+                renamed_from=plan.source,
+            )
         if plan.kind == "root" or (source_tip is None and plan.code is None):
             return None
         return heads.fork_commit(

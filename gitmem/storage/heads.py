@@ -64,15 +64,19 @@ def fork_commit(
     source: str | None,
     source_tip: str | None,
     code: str | None,
+    renamed_from: str | None = None,
 ) -> str:
-    """A commit recording that ``branch``'s memory starts from ``source_tip``."""
+    """A commit recording that ``branch``'s memory starts from ``source_tip``
+    (for a rename: continues ``renamed_from``'s chain, whose tip is ``source_tip``)."""
     if source_tip is not None:
         when = backend.read_commit(source_tip).time
     elif code is not None and backend.has_object(code):
         when = backend.read_commit(code).time
     else:
         when = 0
-    message = layout.fork_message(branch, source if source_tip else None, code)
+    message = layout.fork_message(
+        branch, source if (source_tip or renamed_from) else None, code, renamed_from
+    )
     return batch.commit(batch.tree([]), [source_tip] if source_tip else [], message, when)
 
 

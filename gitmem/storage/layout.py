@@ -41,6 +41,7 @@ MERGE_TRAILER = "Edda-Merge"  # on merge commits: the number of parents
 FORK_TRAILER = "Edda-Fork"  # on fork commits: the branch whose memory was inherited
 BRANCH_TRAILER = "Edda-Branch"  # on fork commits: the branch whose memory starts here
 FORK_CODE_TRAILER = "Edda-Fork-Code"  # on fork commits: the code commit at the fork
+RENAMED_TRAILER = "Edda-Renamed-From"  # on fork commits made by a branch rename
 MIRROR_ROOT = "refs/edda-remotes/"
 
 # Strings at least this long (UTF-8 bytes) are stored as attachments.
@@ -111,12 +112,20 @@ def merge_message(parents: int) -> str:
     )
 
 
-def fork_message(branch: str, source: str | None, code: str | None) -> str:
-    """A fork commit's message: where ``branch``'s memory starts."""
-    subject = f"fork {branch} from {source}" if source else f"start {branch}"
-    if code:
-        subject += f" at {code[:12]}"
+def fork_message(
+    branch: str, source: str | None, code: str | None, renamed_from: str | None = None
+) -> str:
+    """A fork commit's message: where ``branch``'s memory starts (for a rename,
+    the old name's fork source and code carry over)."""
+    if renamed_from:
+        subject = f"rename {renamed_from} to {branch}"
+    else:
+        subject = f"fork {branch} from {source}" if source else f"start {branch}"
+        if code:
+            subject += f" at {code[:12]}"
     lines = [f"{FORMAT_TRAILER}: {FORMAT_VERSION}", f"{BRANCH_TRAILER}: {branch}"]
+    if renamed_from:
+        lines.append(f"{RENAMED_TRAILER}: {renamed_from}")
     if source:
         lines.append(f"{FORK_TRAILER}: {source}")
     if code:
