@@ -95,6 +95,15 @@ def _time(cmd: Callable[[], None]) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+def settle(repo: Path) -> None:
+    """Wait for background workers started by earlier runs (they compete for CPU)."""
+    intents = repo / ".git" / "edda" / "intents"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and intents.exists() and any(intents.iterdir()):
+        time.sleep(0.1)
+    time.sleep(1.0)
+
+
 def measure(
     name: str,
     runs: int,
@@ -105,6 +114,7 @@ def measure(
 ) -> tuple[str, float, float]:
     """Alternate the two repositories; time only the last command of each step."""
     timings: dict[Path, list[float]] = {with_repo: [], without_repo: []}
+    settle(with_repo)
     for i in range(runs):
         for repo in (with_repo, without_repo) if i % 2 == 0 else (without_repo, with_repo):
             commands = step(repo, i)
@@ -148,7 +158,10 @@ def main() -> int:
             ]
 
         def amend(repo: Path, i: int) -> list[list[str]]:
-            return [["commit", "-q", "--amend", "--allow-empty", "-m", f"amended {i}"]]
+            return [  # amend a plain commit (amending a merge commit is a merge)
+                ["commit", "-q", "--allow-empty", "-m", f"base {i}"],
+                ["commit", "-q", "--amend", "--allow-empty", "-m", f"amended {i}"],
+            ]
 
         def push(repo: Path, i: int) -> list[list[str]]:
             return [
