@@ -89,12 +89,6 @@ def make_pair(base: Path, env: dict[str, str]) -> tuple[Path, Path, Path]:
     return repos[0], repos[1], base
 
 
-def _time(cmd: Callable[[], None]) -> float:
-    start = time.perf_counter()
-    cmd()
-    return (time.perf_counter() - start) * 1000
-
-
 def settle(repo: Path) -> None:
     """Wait for background workers started by earlier runs (they compete for CPU)."""
     intents = repo / ".git" / "edda" / "intents"
@@ -120,7 +114,9 @@ def measure(
             commands = step(repo, i)
             for setup in commands[:-1]:
                 _git(repo, env, *setup)
-            timings[repo].append(_time(lambda: _git(repo, env, *commands[-1])))
+            start = time.perf_counter()
+            _git(repo, env, *commands[-1])
+            timings[repo].append((time.perf_counter() - start) * 1000)
     with_p50 = statistics.median(timings[with_repo])
     without_p50 = statistics.median(timings[without_repo])
     return name, with_p50, without_p50
