@@ -207,6 +207,21 @@ class Ledger:
         self, batch: ObjectBatch, tip: str | None, events: Sequence[Sealed], remove: Sequence[str]
     ) -> tuple[str, list[str]]:
         root = self.payload_tree(tip)
+        changes, removed = self._removal(root, remove)
+        for item in events:
+            if item.body is None:
+                continue
+            stored, attachments = layout.split_attachments(item.body)
+            for sha, data in attachments.items():
+                changes[layout.attachment_path(sha)] = batch.blob(data)
+            changes[layout.payload_path(item.envelope["id"])] = batch.blob(canonical.encode(stored))
+        return self.payload_snapshot(batch, root, changes), removed
+
+    def _removal(
+        self, root: str | None, remove: Sequence[str]
+    ) -> tuple[dict[str, str | None], list[str]]:
+        """Tree changes deleting the payloads ``remove`` and the attachments only
+        they use, and the blob ids that become unreachable (for the purge list)."""
         changes: dict[str, str | None] = {}
         removed: list[str] = []
         for event_id in remove:
@@ -224,14 +239,7 @@ class Ledger:
                 oid = self.backend.read_path(root, path) if root else None
                 if oid:
                     removed.append(oid)
-        for item in events:
-            if item.body is None:
-                continue
-            stored, attachments = layout.split_attachments(item.body)
-            for sha, data in attachments.items():
-                changes[layout.attachment_path(sha)] = batch.blob(data)
-            changes[layout.payload_path(item.envelope["id"])] = batch.blob(canonical.encode(stored))
-        return self.payload_snapshot(batch, root, changes), removed
+        return changes, removed
 
     def _orphaned_attachments(
         self, root: str | None, event_id: str, shas: list[str], removing: Sequence[str]
@@ -327,23 +335,8 @@ class Ledger:
             batch = ObjectBatch()
             root = self.payload_tree(current[layout.PAYLOAD_REF])
             other = self.payload_tree(other_tip) if other_tip else None
-            changes: dict[str, str | None] = {}
             removing = sorted(e for e in redacted if self.stored_body(root, e) is not None)
-            removed: list[str] = []
-            for event_id in removing:
-                found = self.stored_body(root, event_id)
-                assert found is not None
-                blob, stored = found
-                changes[layout.payload_path(event_id)] = None
-                removed.append(blob)
-                for sha in self._orphaned_attachments(
-                    root, event_id, layout.attachment_refs(stored), removing
-                ):
-                    path = layout.attachment_path(sha)
-                    oid = self.backend.read_path(root, path) if root else None
-                    changes[path] = None
-                    if oid:
-                        removed.append(oid)
+            changes, removed = self._removal(root, removing)
             added = 0
             for event_id, blob in self._missing_payloads(root, other):
                 if event_id in redacted:
