@@ -8,7 +8,10 @@ Y's code tip, except when that says nothing about X's work:
   from X, or from a descendant of it, and X has not moved since);
 * X's code tip is an ancestor of the code X itself was forked at (X has no
   commits of its own yet);
-* for the post-merge hook, X's code tip was already part of Y before the merge.
+* for the post-merge hook, X's code tip was already part of Y before the merge;
+* for pull (no before/after view), X or Y has no fork record and is not the
+  trunk: then ancestry cannot tell merged work from a branch created where
+  the other already was.
 
 X's code tip is its local branch, else a remote-tracking branch of that name,
 else the newest ``commit_link`` in its memory (a branch deleted after its pull
@@ -62,9 +65,12 @@ def merged_into(
     if target_code is None:
         return []
     forks = forks or _Forks(memory)
+    trunk = memory.trunk
     refs = memory.ledger.memory_refs()
     target_tip = refs.get(layout.branch_ref(target))
     target_fork = forks.code(target_tip, target) if target_tip else None
+    if before is None and target_tip is not None and target_fork is None and target != trunk:
+        return []  # no fork record for the target either: see the module docstring
     found: list[str] = []
     for ref, tip in refs.items():
         source = layout.branch_of_ref(ref)
@@ -79,7 +85,13 @@ def merged_into(
             continue
         if _ancestor(memory, source_code, target_fork):
             continue
-        if _ancestor(memory, source_code, forks.code(tip, source)):
+        source_fork = forks.code(tip, source)
+        if _ancestor(memory, source_code, source_fork):
+            continue
+        if before is None and source_fork is None and source != trunk:
+            # Without a fork record or a before/after view of the code, "its code
+            # is an ancestor" cannot tell merged work from a branch created
+            # where the target already was: leave it to post-merge or git edda merge.
             continue
         found.append(source)
     return found
