@@ -730,3 +730,36 @@ def test_concurrent_writers_in_two_worktrees_lose_nothing(tmp_path: Path) -> Non
     assert max(counts.values()) == 1
     assert not list((repo / ".git" / "refs").rglob("*.lock"))
     fsck(repo)
+
+
+def test_merge_intent_for_a_deleted_branch_uses_its_commit_links(tmp_path: Path) -> None:
+    """A branch deleted right after its merge (the pull-request flow) has no code
+    ref left: its newest commit_link stands in. Applying the intent reads memory,
+    which must not re-enter intent processing."""
+    from gitmem.branches.intents import write_intent
+
+    repo = init_repo(tmp_path / "repo")
+    git(repo, "config", "edda.fsync", "false")
+    with Memory.open(repo) as mem:
+        mem.note("on main")
+    git(repo, "checkout", "-q", "-b", "feat")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "feature work")
+    work = git(repo, "rev-parse", "HEAD").strip()
+    with Memory.open(repo) as mem:
+        mem.link_commit(work, message="feature work")
+        feat_note = mem.note("on feat")
+    git(repo, "checkout", "-q", "main")
+    orig = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "merge", "-q", "--no-ff", "-m", "merge feat", "feat")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "branch", "-D", "feat")
+    with Memory.open(repo) as mem:
+        write_intent(
+            mem.location.state_path,
+            {"kind": "merge", "branch": "main", "head": head, "orig": orig},
+            fsync=False,
+        )
+        results = mem.apply_intents()
+        assert [(r.source, r.into) for r in results] == [("feat", "main")]
+        assert feat_note.id in {e.id for e in mem.events(branch="main")}
+        assert mem.apply_intents() == []  # consumed

@@ -131,6 +131,7 @@ class Memory:
         self._per_ref: dict[str, list[Located]] = {}
         self._events: dict[str, Event] = {}
         self.ledger.chain_start = self._chain_start
+        self._applying = False
 
     @classmethod
     def open(
@@ -379,17 +380,21 @@ class Memory:
         """Act on what git hooks recorded: fork new branches, merge merged ones."""
         from gitmem.branches import intents
 
-        if not intents.has_pending(self.location.state_path):
-            return []
+        if self._applying or not intents.has_pending(self.location.state_path):
+            return []  # _applying: reading memory while applying one flushes again
         results: list[MergeResult] = []
         with self.ledger.locked():
-            for path, intent in intents.pending_intents(self.location.state_path):
-                if intent is not None:
-                    results.extend(self._apply_intent(intent))
-                try:
-                    os.unlink(path)
-                except FileNotFoundError:
-                    pass
+            self._applying = True
+            try:
+                for path, intent in intents.pending_intents(self.location.state_path):
+                    if intent is not None:
+                        results.extend(self._apply_intent(intent))
+                    try:
+                        os.unlink(path)
+                    except FileNotFoundError:
+                        pass
+            finally:
+                self._applying = False
         return results
 
     def _apply_intent(self, intent: dict[str, Any]) -> list[MergeResult]:
