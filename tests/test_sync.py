@@ -705,3 +705,38 @@ def test_url_remote_uses_hashed_mirror_namespace(tmp_path: Path, remote: Path) -
     assert git(a, "for-each-ref", "--format=%(refname)", f"refs/edda-remotes/{key}/").split()
     assert git(a, "config", "--get-regexp", r"^remote\.") == config_before
     assert memory_refs(other) == memory_refs(a)
+
+
+def test_pull_refuses_a_tampered_incoming_event_and_changes_nothing(tmp_path: Path) -> None:
+    """An envelope whose content no longer matches its id (edited on the remote)
+    stops the pull before anything merges, with an error naming the commit."""
+    bare = make_remote(tmp_path)
+    a = clone(bare.as_uri(), tmp_path / "a")
+    b = clone(bare.as_uri(), tmp_path / "b")
+    note(a, "honest")
+    sync(a)
+    mine = note(b, "local work")
+    before = memory_refs(b)
+    # forge a commit on the remote's main chain whose envelope was edited
+    tip = git(bare, "rev-parse", "refs/edda/branches/main").strip()
+    blob = git(bare, "rev-parse", f"{tip}:events/000000").strip()
+    envelope = json.loads(git(bare, "cat-file", "blob", blob))
+    envelope["type"] = "decision"  # the id no longer re-derives
+    forged_blob = git(
+        bare,
+        "hash-object",
+        "-w",
+        "--stdin",
+        input=json.dumps(envelope, sort_keys=True, separators=(",", ":"), ensure_ascii=False),
+    ).strip()
+    events = git(bare, "mktree", input=f"100644 blob {forged_blob}\t000000\n").strip()
+    root = git(bare, "mktree", input=f"040000 tree {events}\tevents\n").strip()
+    forged = git(
+        bare, "commit-tree", root, "-p", tip, "-m", "note x\n\nEdda-Format: 1\nEdda-Events: 1"
+    ).strip()
+    git(bare, "update-ref", "refs/edda/branches/main", forged)
+    code, out, err = cli(b, "pull")
+    assert code == 1, (out, err)
+    assert forged in err and "nothing was merged" in err
+    assert memory_refs(b) == before
+    assert mine in event_ids(b)
