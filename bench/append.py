@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -30,17 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-
-def _env(home: Path) -> dict[str, str]:
-    # PYTHONDONTWRITEBYTECODE would make every process recompile gitmem from
-    # source; real installs have bytecode (pip compiles it), so measure that.
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("GIT_", "GITMEM_")) and k != "PYTHONDONTWRITEBYTECODE"
-    }
-    env.update(HOME=str(home), GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=str(home / ".gitconfig"))
-    return env
+from benchenv import isolated_env, machine  # noqa: E402
 
 
 def _percentile(values: list[float], pct: float) -> float:
@@ -81,10 +70,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
         home.mkdir()
-        (home / ".gitconfig").write_text(
-            "[user]\n\tname = Bench\n\temail = bench@example.com\n[init]\n\tdefaultBranch = main\n"
-        )
-        env = _env(home)
+        env = isolated_env(home)
         os.environ.update(env)
         os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
         subprocess.run(
@@ -133,9 +119,7 @@ def main() -> None:
                 mem.note(f"single {i}")
             single_rate = singles / (time.perf_counter() - t0)
 
-    print(
-        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()} {platform.release()}"
-    )
+    print(f"machine: {machine()}")
     print(
         f"python -c pass (baseline)        p50 {statistics.median(baseline):6.1f} ms  p95 {_percentile(baseline, 95):6.1f} ms"
     )

@@ -20,8 +20,6 @@ p50 overhead (target: <= 50 ms per hook).
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -33,23 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-
-def _env(home: Path) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("GIT_", "GITMEM_")) and k != "PYTHONDONTWRITEBYTECODE"
-    }
-    (home / ".gitconfig").write_text(
-        "[user]\n\tname = Bench\n\temail = bench@example.com\n[init]\n\tdefaultBranch = main\n"
-    )
-    env.update(
-        HOME=str(home),
-        GIT_CONFIG_NOSYSTEM="1",
-        GIT_CONFIG_GLOBAL=str(home / ".gitconfig"),
-        GITMEM_NO_AUTO_GC="1",
-    )
-    return env
+from benchenv import isolated_env, machine  # noqa: E402
 
 
 def _git(repo: Path, env: dict[str, str], *args: str) -> None:
@@ -59,7 +41,7 @@ def _git(repo: Path, env: dict[str, str], *args: str) -> None:
 def _edda(repo: Path, env: dict[str, str], *args: str) -> None:
     subprocess.run(
         [sys.executable, "-m", "gitmem.cli.main", *args, "-C", str(repo)],
-        env=env | {"PYTHONPATH": str(ROOT)},
+        env=env,
         check=True,
         capture_output=True,
     )
@@ -133,7 +115,7 @@ def main() -> int:
         base = Path(tmp)
         home = base / "home"
         home.mkdir()
-        env = _env(home)
+        env = isolated_env(home) | {"GITMEM_NO_AUTO_GC": "1"}
         with_repo, without_repo, _ = make_pair(base, env)
 
         def switch(repo: Path, i: int) -> list[list[str]]:
@@ -185,10 +167,7 @@ def main() -> int:
             measure("pre-push: push one commit", args.runs, with_repo, without_repo, push, env),
         ]
         time.sleep(3)  # let background workers finish before the directory goes
-    print(
-        f"# bench/hooks.py: {args.runs} runs each; {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}, {platform.system()} {platform.release()}"
-    )
+    print(f"# bench/hooks.py: {args.runs} runs each; {machine()}")
     print(f"{'hook (git command)':<38} {'with':>9} {'without':>9} {'added':>9}  target")
     over = False
     for name, with_p50, without_p50 in rows:

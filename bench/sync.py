@@ -14,8 +14,6 @@ In fresh temporary repositories and a local bare remote (file://):
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -25,25 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-
-def _env(home: Path) -> dict[str, str]:
-    (home / ".gitconfig").write_text(
-        "[user]\n\tname = Bench\n\temail = bench@example.com\n"
-        '[init]\n\tdefaultBranch = main\n[protocol "file"]\n\tallow = always\n'
-    )
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("GIT_", "GITMEM_")) and k != "PYTHONDONTWRITEBYTECODE"
-    }
-    env.update(
-        HOME=str(home),
-        GIT_CONFIG_NOSYSTEM="1",
-        GIT_CONFIG_GLOBAL=str(home / ".gitconfig"),
-        GITMEM_NO_AUTO_GC="1",
-        PYTHONPATH=str(ROOT),
-    )
-    return env
+from benchenv import isolated_env, machine  # noqa: E402
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
@@ -81,7 +61,7 @@ def main() -> int:
         base = Path(tmp)
         home = base / "home"
         home.mkdir()
-        env = _env(home)
+        env = isolated_env(home) | {"GITMEM_NO_AUTO_GC": "1"}
         remote = base / "remote.git"
         _run(["git", "init", "-q", "--bare", str(remote)], base, env)
         a = base / "a"
@@ -101,11 +81,7 @@ def main() -> int:
         rows.append(("sync after 100 new events on each side", _edda(b, env, "sync")))
         _append(b, env, 100, "f", "feature")
         rows.append(("memory merge of a branch with 100 events", _edda(b, env, "merge", "feature")))
-    print(
-        f"# bench/sync.py: local bare remote over file://; {platform.machine()}, "
-        f"{os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"{platform.system()} {platform.release()}"
-    )
+    print(f"# bench/sync.py: local bare remote over file://; {machine()}")
     for name, ms in rows:
         print(f"{name:<48} {ms:>8.0f} ms")
     return 0

@@ -202,7 +202,12 @@ def post_merge(location: RepoLocation, args: list[str]) -> None:
     _run_job(location, "apply")
 
 
-def _spool(location: RepoLocation, event_type: str, body: dict[str, object]) -> None:
+def _spool(
+    location: RepoLocation,
+    event_type: str,
+    body: dict[str, object],
+    active: dict[str, str] | None = None,
+) -> None:
     from gitmem.capture.active import read_active
     from gitmem.capture.sealer import Draft, Sealer
     from gitmem.storage import spool
@@ -211,7 +216,8 @@ def _spool(location: RepoLocation, event_type: str, body: dict[str, object]) -> 
     config = read_config(location)
     if not get_bool(config, "edda.linkCommits", True):
         return
-    active = read_active(location)
+    if active is None:
+        active = read_active(location)
     draft = Draft(
         event_type,
         body,
@@ -250,10 +256,10 @@ def post_commit(location: RepoLocation, args: list[str]) -> None:
     body: dict[str, object] = {"sha": sha, "message": subject}
     if branch:
         body["branch"] = branch
-    session = read_active(location).get("session")
-    if session:
-        body["session"] = session
-    _spool(location, "commit_link", body)
+    active = read_active(location)
+    if active.get("session"):
+        body["session"] = active["session"]
+    _spool(location, "commit_link", body, active)
 
 
 def post_rewrite(location: RepoLocation, args: list[str]) -> None:

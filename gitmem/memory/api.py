@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from gitmem.capture.sealer import _UNSET, Draft, Sealer
@@ -63,14 +63,7 @@ class MergeResult:
     events: int  # events the target gained
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "into": self.into,
-            "outcome": self.outcome,
-            "before": self.before,
-            "after": self.after,
-            "events": self.events,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -88,17 +81,7 @@ class BranchInfo:
     fork_code: str | None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "ref": self.ref,
-            "tip": self.tip,
-            "events": self.events,
-            "git_branch": self.git_branch,
-            "current": self.current,
-            "trunk": self.trunk,
-            "fork_source": self.fork_source,
-            "fork_code": self.fork_code,
-        }
+        return asdict(self)
 
 
 # Event types a branch sees from the trunk after its fork (edda.followTrunk=decisions).
@@ -264,14 +247,20 @@ class Memory:
 
         return trunk_branch(self.location, self.backend, self.config)
 
-    def _plan(self, branch: str, hint: str | None = None, code: str | None = None) -> Any:
+    def _plan(
+        self,
+        branch: str,
+        hint: str | None = None,
+        code: str | None = None,
+        tips: dict[str, str] | None = None,
+    ) -> Any:
         from gitmem.branches.fork import plan_start
 
         return plan_start(
             self.location,
             self.backend,
             branch,
-            self.ledger.memory_refs(),
+            self.ledger.memory_refs() if tips is None else tips,
             trunk=self.trunk,
             hint=hint,
             code=code,
@@ -286,8 +275,8 @@ class Memory:
         branch = layout.branch_of_ref(ref)
         if branch is None:
             return None
-        plan = self._plan(branch, hint, code)
         tips = self.ledger.memory_refs()
+        plan = self._plan(branch, hint, code, tips)
         source_tip = tips.get(layout.branch_ref(plan.source)) if plan.source else None
         if plan.kind == "rename":
             # The old chain continues; a fork commit under the new name carries
@@ -332,8 +321,9 @@ class Memory:
                 self.ledger._write(batch)
                 return {ref: tip}
 
-            if self.backend.read_ref(ref) is not None:
-                return self.backend.read_ref(ref)
+            existing = self.backend.read_ref(ref)
+            if existing is not None:
+                return existing
             return transact(self.backend, [ref], build)[ref]
 
     def merge(self, source: str, into: Any = _UNSET) -> MergeResult:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gitmem.errors import ConflictError, FormatError
@@ -44,13 +44,7 @@ class RefMove:
     events: int
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "ref": self.ref,
-            "before": self.before,
-            "after": self.after,
-            "outcome": self.outcome,
-            "events": self.events,
-        }
+        return asdict(self)
 
 
 @dataclass
@@ -81,19 +75,7 @@ class SyncReport:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "remote": self.remote,
-            "pulled": [m.to_json() for m in self.pulled],
-            "pushed": [m.to_json() for m in self.pushed],
-            "payloads_added": self.payloads_added,
-            "payloads_removed": self.payloads_removed,
-            "payloads_pushed": self.payloads_pushed,
-            "code_merges": [m.to_json() for m in self.code_merges],
-            "bootstrapped": self.bootstrapped,
-            "shallow_repaired": self.shallow_repaired,
-            "remote_has_memory": self.remote_has_memory,
-            "attempts": self.attempts,
-        }
+        return asdict(self)  # nested RefMove and MergeResult dataclasses too
 
 
 def sync(
