@@ -1,0 +1,14 @@
+"""Derived sidecar indexes of memory: never the source of truth.
+
+Under ``<git common dir>/edda/index/`` gitmem keeps, per repository:
+
+* ``events.arrow``: an Arrow IPC table with one row per event (memory-mapped
+  by readers; see :mod:`gitmem.index.table`);
+* ``fulltext/``: a Tantivy full-text index (:mod:`gitmem.index.fulltext`);
+* ``vectors.usearch``: a usearch vector index of event texts
+  (:mod:`gitmem.index.vectors`), with an embedding cache by content digest;
+* ``manifest.json``: the memory tips all of it reflects.
+
+:mod:`gitmem.index.refresh` keeps them current: incrementally when the
+indexed tips are ancestors of the current ones, fully otherwise.
+"""

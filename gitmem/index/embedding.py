@@ -1,0 +1,139 @@
+"""Keeping the vector index in step with the events table.
+
+Each distinct text is embedded once: vectors are cached by the SHA-256 of
+the text (per model) under ``index/embeddings/``, outside the generation
+directories, so a full rebuild of the tables re-embeds nothing. Switching
+the model (``edda.embed.*``) rebuilds the vector index and nothing else.
+An embedder that fails (an HTTP provider that is down) never fails the
+refresh: the text indexes are updated, the manifest counts the rows still
+without vectors, and the next refresh retries them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gitmem.errors import GitmemError
+from gitmem.index.vectors import VECTORS_FILE, Vectors, rebuild
+
+if TYPE_CHECKING:
+    from gitmem.index.refresh import Manifest, Progress, RefreshReport, _State
+    from gitmem.memory.api import Memory
+
+EMBED_DIR = "embeddings"
+CHUNK = 4096  # texts embedded per batch between progress reports
+
+
+def open_embedder(mem: Memory, root: Path) -> Any:
+    """The configured embedder (None when vectors are disabled)."""
+    from gitmem.embed import get_embedder
+
+    return get_embedder(mem.config, stamp_dir=root)
+
+
+class VectorSync:
+    def __init__(
+        self,
+        mem: Memory,
+        root: Path,
+        state: _State,
+        manifest: Manifest,
+        report: RefreshReport,
+        progress: Progress,
+    ) -> None:
+        self.mem = mem
+        self.root = root
+        self.state = state
+        self.manifest = manifest
+        self.report = report
+        self.progress = progress
+        self.path = state.directory / VECTORS_FILE
+
+    def run(
+        self, new: list[dict[str, Any]], redacted: list[dict[str, Any]], *, enabled: bool
+    ) -> None:
+        try:
+            embedder = open_embedder(self.mem, self.root) if enabled else None
+        except GitmemError as exc:
+            self.report.warnings.append(f"embeddings disabled: {exc}")
+            embedder = None
+        if embedder is None:
+            if redacted and self.path.exists():
+                self.path.unlink()  # its bytes may hold what was redacted
+                self.manifest.model = None
+            if self.manifest.model is None:
+                self.manifest.unembedded = sum(1 for _ in self.state.text_rows())
+            else:
+                self.manifest.unembedded += len(new)
+            return
+        from gitmem.embed.cache import EmbeddingCache, digest
+
+        try:
+            dim = int(embedder.dim)
+            cache = EmbeddingCache(self.root / EMBED_DIR, embedder.model_id, dim)
+            if redacted:
+                cache.remove([digest(r.get("_old_text", "")) for r in redacted])
+            switched = self.manifest.model != embedder.model_id or self.manifest.dim != dim
+            vectors = None
+            if not switched and not redacted and self.path.exists():
+                try:
+                    vectors = Vectors(self.path, dim)
+                except ValueError:
+                    vectors = None
+            if vectors is None:
+                self._rebuild(embedder, cache, dim, why="model" if switched else "redaction")
+            else:
+                rows = [(r["_key64"], r["text"]) for r in new]
+                if self.manifest.unembedded:
+                    rows = self._unembedded(vectors)
+                self._add(vectors, embedder, cache, rows)
+            self.manifest.model = embedder.model_id
+            self.manifest.dim = dim
+            self.manifest.unembedded = 0
+        except GitmemError as exc:
+            self.report.warnings.append(f"vectors not updated: {exc}")
+            self.manifest.unembedded += len(new)
+
+    def _unembedded(self, vectors: Vectors) -> list[tuple[int, str]]:
+        rows = [(k, t) for _i, k, t in self.state.text_rows()]
+        present = vectors.contains([k for k, _t in rows])
+        return [row for row, ok in zip(rows, present, strict=True) if not ok]
+
+    def _embed(self, embedder: Any, cache: Any, texts: list[str]) -> Any:
+        import numpy as np
+
+        before = len(cache)
+        parts = []
+        for start in range(0, len(texts), CHUNK):
+            parts.append(cache.embed_cached(embedder, texts[start : start + CHUNK]))
+            self.progress("embeddings", min(start + CHUNK, len(texts)), len(texts))
+        self.report.embedded += len(cache) - before
+        if not parts:
+            return np.zeros((0, int(embedder.dim)), dtype=np.float32)
+        return np.concatenate(parts)
+
+    def _add(
+        self, vectors: Vectors, embedder: Any, cache: Any, rows: list[tuple[int, str]]
+    ) -> None:
+        if not rows:
+            return
+        keys = [k for k, _t in rows]
+        present = vectors.contains(keys)
+        rows = [row for row, ok in zip(rows, present, strict=True) if not ok]
+        if not rows:
+            return
+        matrix = self._embed(embedder, cache, [t for _k, t in rows])
+        vectors.add([k for k, _t in rows], matrix)
+        vectors.save()
+        self.report.vectors += len(rows)
+
+    def _rebuild(self, embedder: Any, cache: Any, dim: int, why: str) -> None:
+        rows = [(k, t) for _i, k, t in self.state.text_rows()]
+        matrix = self._embed(embedder, cache, [t for _k, t in rows])
+        self.progress("vector index", 0, len(rows))
+        rebuild(self.path, dim, [k for k, _t in rows], matrix)
+        self.progress("vector index", len(rows), len(rows))
+        self.report.vectors += len(rows)
+        if self.manifest.model is not None:
+            self.report.rebuilt.append(f"vectors ({why})")

@@ -1,0 +1,159 @@
+"""The full-text index: Tantivy (the engine Edda used) through ``tantivy``.
+
+Ranking is Tantivy's BM25; gitmem only decides what to index and builds
+queries. Three fields hold each event's text:
+
+* ``text``: lowercased, ASCII-folded, English-stemmed words (the main match);
+* ``words``: the same words unstemmed, for typo-tolerant fuzzy matching;
+* ``cjk``: character bigrams of Chinese, Japanese and Korean runs, which have
+  no spaces between words.
+
+User text never reaches Tantivy's query parser: it is run through the same
+analyzers the index used and turned into term and fuzzy-term queries, so no
+query string can raise a syntax error. ``advanced=True`` opts into the parser's
+syntax (``field:value``, ``AND``, phrases), leniently: errors are skipped,
+never raised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gitmem.index.rows import cjk_grams
+
+FULLTEXT_DIR = "fulltext"
+MAX_WORD = 40  # longer "words" are hashes, base64 or minified code: noise
+FUZZY_WEIGHT = 0.4  # a fuzzy match counts for less than the exact word
+_HEAP = 64_000_000
+
+
+@dataclass(frozen=True)
+class TextDoc:
+    """What the full-text index holds of one event."""
+
+    id: str
+    text: str
+
+
+def _tantivy() -> Any:
+    import tantivy
+
+    return tantivy
+
+
+def _analyzers() -> dict[str, Any]:
+    t = _tantivy()
+
+    def base() -> Any:
+        return (
+            t.TextAnalyzerBuilder(t.Tokenizer.simple())
+            .filter(t.Filter.remove_long(MAX_WORD))
+            .filter(t.Filter.lowercase())
+            .filter(t.Filter.ascii_fold())
+        )
+
+    return {
+        "gm_stem": base().filter(t.Filter.stemmer("english")).build(),
+        "gm_word": base().build(),
+        "gm_cjk": t.TextAnalyzerBuilder(t.Tokenizer.whitespace()).build(),
+    }
+
+
+def _schema() -> Any:
+    t = _tantivy()
+    builder = t.SchemaBuilder()
+    builder.add_text_field("id", stored=True, tokenizer_name="raw", index_option="basic")
+    builder.add_text_field("text", tokenizer_name="gm_stem")
+    builder.add_text_field("words", tokenizer_name="gm_word", index_option="basic")
+    builder.add_text_field("cjk", tokenizer_name="gm_cjk")
+    return builder.build()
+
+
+class FullText:
+    """One Tantivy index directory."""
+
+    def __init__(self, directory: Path, *, create: bool = False) -> None:
+        t = _tantivy()
+        self.directory = directory
+        if create:
+            directory.mkdir(parents=True, exist_ok=True)
+        elif not t.Index.exists(str(directory)):
+            raise ValueError(f"no full-text index in {directory}")
+        self.index = t.Index(_schema(), path=str(directory), reuse=True)
+        self.analyzers = _analyzers()
+        for name, analyzer in self.analyzers.items():
+            self.index.register_tokenizer(name, analyzer)
+
+    def update(self, add: Iterable[TextDoc], delete: Iterable[str] = ()) -> int:
+        """Add (or replace) and delete documents in one commit; returns the number added."""
+        t = _tantivy()
+        writer = self.index.writer(heap_size=_HEAP, num_threads=1)
+        added = 0
+        try:
+            for event_id in delete:
+                writer.delete_documents_by_term("id", event_id)
+            for doc in add:
+                # Replace, never duplicate: a refresh interrupted after this
+                # commit re-adds the same events next time.
+                writer.delete_documents_by_term("id", doc.id)
+                document = t.Document()
+                document.add_text("id", doc.id)
+                document.add_text("text", doc.text)
+                document.add_text("words", doc.text)
+                grams = cjk_grams(doc.text)
+                if grams:
+                    document.add_text("cjk", " ".join(grams))
+                writer.add_document(document)
+                added += 1
+            writer.commit()
+            writer.wait_merging_threads()
+        except BaseException:
+            writer.rollback()
+            raise
+        self.index.reload()
+        return added
+
+    def count(self) -> int:
+        return int(self.index.searcher().num_docs)
+
+    def _query(self, text: str, advanced: bool) -> Any:
+        t = _tantivy()
+        schema = self.index.schema
+        if advanced:
+            query, _errors = self.index.parse_query_lenient(
+                text, ["text", "cjk"], fuzzy_fields={"words": (False, 1, True)}
+            )
+            return query
+        clauses: list[tuple[Any, Any]] = []
+        for term in sorted(set(self.analyzers["gm_stem"].analyze(text))):
+            clauses.append((t.Occur.Should, t.Query.term_query(schema, "text", term)))
+        for word in sorted(set(self.analyzers["gm_word"].analyze(text))):
+            if len(word) < 4 or word.isdigit():
+                continue
+            distance = 2 if len(word) >= 8 else 1
+            fuzzy = t.Query.fuzzy_term_query(schema, "words", word, distance, True)
+            clauses.append((t.Occur.Should, t.Query.boost_query(fuzzy, FUZZY_WEIGHT)))
+        for gram in sorted(set(cjk_grams(text))):
+            clauses.append((t.Occur.Should, t.Query.term_query(schema, "cjk", gram)))
+        if not clauses:
+            return None
+        return t.Query.boolean_query(clauses)
+
+    def search(self, text: str, limit: int, *, advanced: bool = False) -> list[tuple[str, float]]:
+        """(event id, BM25 score) best first, ties by id; [] when nothing is searchable."""
+        query = self._query(text, advanced)
+        if query is None or limit <= 0:
+            return []
+        searcher = self.index.searcher()
+        hits = searcher.search(query, limit, count=False).hits
+        found = [(str(searcher.doc(addr)["id"][0]), float(score)) for score, addr in hits]
+        found.sort(key=lambda hit: (-hit[1], hit[0]))
+        return found
+
+
+def analyze(text: str) -> Sequence[str]:
+    """The stemmed terms of ``text`` as the index sees them (for --explain)."""
+    return list(_analyzers()["gm_stem"].analyze(text))

@@ -1,0 +1,548 @@
+"""Keeping the sidecar indexes current.
+
+The manifest records the memory tips the index reflects. A refresh compares
+them with the current tips:
+
+* equal: nothing to do (the check reads refs with the standard library);
+* every indexed tip an ancestor of its current tip: walk only the new commits
+  and add their events (``incremental``);
+* anything else (a chain rewound, a ref deleted, a missing, corrupt or
+  foreign-version sidecar, ``--rebuild``): build a new generation directory
+  from scratch and switch the manifest to it (``full``).
+
+Writes go in an order that makes a crash at any point harmless: full text,
+vectors, tables, then the manifest (renamed into place). Work the manifest
+does not yet record is redone next time and deduplicated by event id.
+One process builds at a time (an ``flock`` on ``index/lock``); readers never
+wait for a build unless there is no previous version to read.
+
+A redaction removes its target's text from every index. Tantivy and usearch
+only mark deleted entries and keep their bytes until a merge, so the full-text
+and vector indexes are rebuilt without the target (the bytes are gone when
+this returns), and the embedding cache drops the target's text digest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gitmem.errors import ConflictError
+from gitmem.index import table as tables
+from gitmem.index.rows import event_text, paths_of
+from gitmem.storage import layout
+from gitmem.storage.locate import RepoLocation
+
+if TYPE_CHECKING:
+    from gitmem.memory.api import Memory
+
+INDEX_VERSION = 1
+INDEX_DIR = "index"
+MANIFEST = "manifest.json"
+LOCK_TIMEOUT = 600.0
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+def index_root(location: RepoLocation) -> Path:
+    return location.state_dir / INDEX_DIR
+
+
+@dataclass
+class Manifest:
+    """What the sidecar files reflect; written last, atomically."""
+
+    version: int
+    generation: str  # the directory (under index/) holding this version's files
+    fulltext: str  # the full-text directory inside the generation
+    tips: dict[str, str]  # chain ref -> tip
+    payloads: str | None  # the payload store's tip
+    events: int
+    trunk: str | None  # the trunk when this was built (readers need it without libgit2)
+    model: str | None = None  # the embedder whose vectors vectors.usearch holds
+    dim: int | None = None
+    unembedded: int = 0  # rows with text but no vector yet (embedding failed or disabled)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def read_manifest(root: Path) -> Manifest | None:
+    """The manifest, or None when missing, unreadable or of another version."""
+    try:
+        raw = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+        if not isinstance(raw, dict) or raw.get("version") != INDEX_VERSION:
+            return None
+        manifest = Manifest(**raw)
+    except (OSError, ValueError, TypeError):
+        return None
+    if not (root / manifest.generation).is_dir():
+        return None
+    return manifest
+
+
+def _write_manifest(root: Path, manifest: Manifest) -> None:
+    from gitmem.storage.files import write_atomic
+
+    data = json.dumps(manifest.to_json(), sort_keys=True, indent=1).encode()
+    write_atomic(str(root / MANIFEST), data, fsync=False)
+
+
+@contextmanager
+def builder_lock(root: Path, timeout: float) -> Iterator[None]:
+    """One index builder at a time (ConflictError after ``timeout`` seconds)."""
+    from gitmem.storage.lock import writer_lock
+
+    with writer_lock(root, timeout=timeout):
+        yield
+
+
+@dataclass
+class RefreshReport:
+    """What a refresh did."""
+
+    mode: str  # "none", "incremental" or "full"
+    events: int = 0  # events in the index afterwards
+    added: int = 0
+    redacted: int = 0
+    embedded: int = 0  # texts embedded (cache misses)
+    vectors: int = 0  # vectors added to the vector index
+    rebuilt: list[str] = field(default_factory=list)  # indexes rebuilt whole
+    reason: str = ""  # why a full build happened
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def is_fresh(location: RepoLocation, manifest: Manifest | None) -> bool:
+    """True when the manifest reflects the current memory tips (stdlib only)."""
+    from gitmem.index.refs import memory_tips
+
+    if manifest is None:
+        return False
+    tips = memory_tips(location)
+    payloads = tips.pop(layout.PAYLOAD_REF, None)
+    chains = {r: t for r, t in tips.items() if layout.is_chain_ref(r)}
+    return chains == manifest.tips and payloads == manifest.payloads
+
+
+def refresh(
+    mem: Memory,
+    *,
+    rebuild: bool = False,
+    embed: bool = True,
+    progress: Progress | None = None,
+    timeout: float = LOCK_TIMEOUT,
+) -> RefreshReport:
+    """Bring the indexes up to date with memory (see the module docstring)."""
+    started = time.monotonic()
+    root = index_root(mem.location)
+    root.mkdir(parents=True, exist_ok=True)
+    with builder_lock(root, timeout):
+        mem.flush()
+        builder = _Builder(mem, root, progress, embed)
+        report = builder.run(rebuild)
+    report.seconds = round(time.monotonic() - started, 3)
+    return report
+
+
+def try_refresh(mem: Memory, *, wait: float, embed: bool = True) -> RefreshReport | None:
+    """Refresh unless another process is building and ``wait`` runs out:
+    then None, and the caller reads the previous version."""
+    try:
+        return refresh(mem, embed=embed, timeout=wait)
+    except ConflictError:
+        return None
+
+
+class _Builder:
+    def __init__(self, mem: Memory, root: Path, progress: Progress | None, embed: bool) -> None:
+        self.mem = mem
+        self.root = root
+        self.progress = progress or (lambda stage, done, total: None)
+        self.embed = embed
+        self.backend = mem.backend
+        self.ledger = mem.ledger
+
+    # -- the decision ------------------------------------------------------------
+    def run(self, rebuild: bool) -> RefreshReport:
+        tips = self.ledger.memory_refs()
+        payloads = self.backend.read_ref(layout.PAYLOAD_REF)
+        manifest = read_manifest(self.root)
+        reason = self._full_reason(manifest, tips, rebuild)
+        if reason:
+            return self._full(tips, payloads, reason)
+        assert manifest is not None
+        try:
+            state = _State.open(self.root / manifest.generation, manifest)
+        except ValueError as exc:
+            return self._full(tips, payloads, f"unreadable sidecar ({exc})")
+        if tips == manifest.tips and payloads == manifest.payloads:
+            report = RefreshReport("none", events=manifest.events)
+            before = (manifest.model, manifest.dim, manifest.unembedded)
+            self._vectors(state, manifest, report, new_texts=[])
+            if before != (manifest.model, manifest.dim, manifest.unembedded) or report.vectors:
+                self._commit(state, manifest, tips, payloads, report)
+            return report
+        report = RefreshReport("incremental")
+        self._apply(state, manifest, tips, payloads, report)
+        return report
+
+    def _full_reason(self, manifest: Manifest | None, tips: dict[str, str], rebuild: bool) -> str:
+        if rebuild:
+            return "requested"
+        if manifest is None:
+            return "no usable index"
+        for ref, old in manifest.tips.items():
+            new = tips.get(ref)
+            if new is None:
+                return f"{ref} was deleted"
+            if new != old and not self.backend.is_ancestor(old, new):
+                return f"{ref} was rewound"
+        return ""
+
+    def _full(self, tips: dict[str, str], payloads: str | None, reason: str) -> RefreshReport:
+        generation = f"g-{int(time.time())}-{os.urandom(3).hex()}"
+        directory = self.root / generation
+        directory.mkdir()
+        manifest = Manifest(INDEX_VERSION, generation, "fulltext", {}, None, 0, None, None, None, 0)
+        state = _State.create(directory, manifest)
+        report = RefreshReport("full", reason=reason)
+        try:
+            self._apply(state, manifest, tips, payloads, report)
+        except BaseException:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
+        # Readers that opened the previous generation keep their open files.
+        self._remove_stale(keep={generation})
+        return report
+
+    def _remove_stale(self, keep: set[str]) -> None:
+        for entry in self.root.iterdir():
+            if entry.is_dir() and entry.name.startswith("g-") and entry.name not in keep:
+                shutil.rmtree(entry, ignore_errors=True)
+
+    # -- walking new commits -------------------------------------------------------
+    def _apply(
+        self,
+        state: _State,
+        manifest: Manifest,
+        tips: dict[str, str],
+        payloads: str | None,
+        report: RefreshReport,
+    ) -> None:
+        known_commits = state.member_commits()
+        known_ids = state.ids()
+        members: list[dict[str, Any]] = []
+        located: list[tuple[dict[str, Any], str, str]] = []  # (envelope, ref, commit)
+        seen_commits: set[str] = set()
+        for ref in sorted(tips):
+            old = manifest.tips.get(ref)
+            if old == tips[ref]:
+                continue
+            commits = self.backend.commits_between([tips[ref]], [old] if old else [])
+            have = state.commits_of(ref)
+            members.extend({"ref": ref, "commit": c} for c in commits if c not in have)
+            for commit in commits:
+                if commit in known_commits or commit in seen_commits:
+                    continue
+                seen_commits.add(commit)
+                located.extend(self._envelopes(commit, ref))
+        tree = self.ledger.payload_tree(payloads) if payloads else None
+        new_rows = []
+        total = len(located)
+        for done, (envelope, ref, commit) in enumerate(located, 1):
+            if envelope["id"] in known_ids:
+                continue
+            known_ids.add(envelope["id"])
+            new_rows.append(_row(envelope, self.ledger.body(tree, envelope["id"]), ref, commit))
+            if done % 2000 == 0 or done == total:
+                self.progress("reading events", done, total)
+        # Bodies that were missing may have arrived (a payload store merged by sync).
+        revived = []
+        if payloads != manifest.payloads:
+            for row in state.missing_rows():
+                body = self.ledger.body(tree, row["id"])
+                if body is not None:
+                    envelope = json.loads(row["envelope"])
+                    revived.append(_row(envelope, body, row["ref"], row["commit"]))
+        # Redactions: every target of a redaction event loses its text everywhere.
+        targets = {r["target"] for r in new_rows if r["type"] == "redaction" and r["target"]}
+        targets |= state.redaction_targets()
+        for row in new_rows:
+            if row["id"] in targets:
+                _blank(row)
+        revived = [r for r in revived if r["id"] not in targets]
+        newly_redacted = state.unredacted_rows(targets)
+        for row in newly_redacted:
+            _blank(row)
+        report.added = len(new_rows)
+        report.redacted = len(newly_redacted)
+
+        replaced = [*revived, *newly_redacted]
+        state.update_tables(new_rows, replaced, members)
+        lost_text = [r for r in newly_redacted if not r["was_missing"]]
+        if lost_text or state.fulltext is None:
+            if lost_text:
+                report.rebuilt.append("fulltext")
+            manifest.fulltext = state.rebuild_fulltext(self.progress)
+        else:
+            docs = [r for r in [*new_rows, *revived] if r["text"]]
+            state.fulltext.update(_docs(docs))
+        texts = [r for r in [*new_rows, *revived] if r["text"]]
+        self._vectors(state, manifest, report, new_texts=texts, redacted=lost_text)
+        self._commit(state, manifest, tips, payloads, report)
+
+    def _envelopes(self, commit: str, ref: str) -> Iterator[tuple[dict[str, Any], str, str]]:
+        from gitmem.storage.ledger import check_format
+
+        info = self.backend.read_commit(commit)
+        check_format(info.message, f"memory commit {commit} on {ref}")
+        for _blob, envelope in self.ledger.commit_envelopes(commit, info):
+            if isinstance(envelope, dict) and isinstance(envelope.get("id"), str):
+                yield envelope, ref, commit
+
+    # -- vectors ---------------------------------------------------------------------
+    def _vectors(
+        self,
+        state: _State,
+        manifest: Manifest,
+        report: RefreshReport,
+        *,
+        new_texts: list[dict[str, Any]],
+        redacted: list[dict[str, Any]] | tuple[()] = (),
+    ) -> None:
+        from gitmem.index.embedding import VectorSync
+
+        sync = VectorSync(self.mem, self.root, state, manifest, report, self.progress)
+        sync.run(new_texts, list(redacted), enabled=self.embed)
+
+    def _commit(
+        self,
+        state: _State,
+        manifest: Manifest,
+        tips: dict[str, str],
+        payloads: str | None,
+        report: RefreshReport,
+    ) -> None:
+        state.write_tables()
+        manifest.tips = dict(tips)
+        manifest.payloads = payloads
+        manifest.events = state.count()
+        report.events = manifest.events
+        try:
+            manifest.trunk = self.mem.trunk
+        except Exception:  # a trunk we cannot resolve only affects trunk-following
+            manifest.trunk = None
+        _write_manifest(self.root, manifest)
+        state.remove_stale_fulltext(manifest.fulltext)
+
+
+def _row(
+    envelope: dict[str, Any], body: dict[str, Any] | None, ref: str, commit: str
+) -> dict[str, Any]:
+    from gitmem.index.vectors import key64
+
+    event_type = str(envelope.get("type", ""))
+    scope = envelope.get("scope") or {}
+    body_ok = isinstance(body, dict)
+    b: dict[str, Any] | None = body if body_ok else None
+    tags = b.get("tags") if b else None
+    target = b.get("target") if b else None
+    if event_type == "capsule_close" and b:
+        target = b.get("capsule")
+    key = b.get("key") if b and event_type == "decision" else None
+    return {
+        "id": envelope["id"],
+        "key64": None,  # filled by the table writer
+        "type": event_type,
+        "time": int(envelope.get("time", 0)),
+        "commit": commit,
+        "ref": ref,
+        "session": scope.get("session"),
+        "agent": scope.get("agent"),
+        "user": scope.get("user"),
+        "capsule": envelope.get("capsule"),
+        "key": str(key) if key is not None else None,
+        "target": str(target) if isinstance(target, str) else None,
+        "paths": paths_of(b),
+        "tags": [str(t) for t in tags] if isinstance(tags, list) else [],
+        "redacted": False,
+        "missing": b is None,
+        "was_missing": b is None,
+        "text": event_text(event_type, b),
+        "envelope": json.dumps(envelope, sort_keys=True, ensure_ascii=False),
+        "body": json.dumps(b, sort_keys=True, ensure_ascii=False) if b is not None else None,
+        "_key64": key64(envelope["id"]),
+    }
+
+
+def _blank(row: dict[str, Any]) -> None:
+    """Strip everything a redacted event's body said; its envelope stays."""
+    row.setdefault("_old_text", row["text"])
+    row.update(
+        redacted=True,
+        missing=False,
+        text="",
+        body=None,
+        paths=[],
+        tags=[],
+        key=None,
+        target=None,
+    )
+
+
+def _docs(rows: list[dict[str, Any]]) -> Iterator[Any]:
+    from gitmem.index.fulltext import TextDoc
+
+    for row in rows:
+        yield TextDoc(row["id"], row["text"])
+
+
+class _State:
+    """The files of one generation, loaded for updating."""
+
+    def __init__(self, directory: Path, events: Any, members: Any, fulltext: Any) -> None:
+        self.directory = directory
+        self.events = events
+        self.members = members
+        self.fulltext = fulltext
+        self._dirty = False
+
+    @classmethod
+    def open(cls, directory: Path, manifest: Manifest) -> _State:
+        from gitmem.index.fulltext import FullText
+
+        events = tables.read(directory / tables.EVENTS_FILE, tables.event_schema())
+        members = tables.read(directory / tables.MEMBERS_FILE, tables.member_schema())
+        try:
+            fulltext = FullText(directory / manifest.fulltext)
+        except Exception as exc:  # tantivy raises plain ValueError/OSError subclasses
+            raise ValueError(f"full-text index: {exc}") from exc
+        if fulltext.count() > events.num_rows:
+            raise ValueError("full-text index holds more documents than the table")
+        return cls(directory, events, members, fulltext)
+
+    @classmethod
+    def create(cls, directory: Path, manifest: Manifest) -> _State:
+        events = tables.from_rows([], tables.event_schema())
+        members = tables.from_rows([], tables.member_schema())
+        state = cls(directory, events, members, None)
+        state._dirty = True
+        return state
+
+    # reads
+    def count(self) -> int:
+        return int(self.events.num_rows)
+
+    def ids(self) -> set[str]:
+        return set(self.events.column("id").to_pylist())
+
+    def member_commits(self) -> set[str]:
+        return set(self.members.column("commit").to_pylist())
+
+    def commits_of(self, ref: str) -> set[str]:
+        import pyarrow.compute as pc
+
+        mask = pc.equal(self.members.column("ref"), ref)
+        return set(self.members.filter(mask).column("commit").to_pylist())
+
+    def _rows(self, mask: Any) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = self.events.filter(mask).to_pylist()
+        for row in rows:
+            row["was_missing"] = row["missing"]
+            row["_key64"] = row["key64"]
+        return rows
+
+    def missing_rows(self) -> list[dict[str, Any]]:
+        return self._rows(self.events.column("missing"))
+
+    def redaction_targets(self) -> set[str]:
+        import pyarrow.compute as pc
+
+        rows = self.events.filter(pc.equal(self.events.column("type"), "redaction"))
+        return {t for t in rows.column("target").to_pylist() if t}
+
+    def unredacted_rows(self, ids: set[str]) -> list[dict[str, Any]]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if not ids:
+            return []
+        wanted = pc.is_in(self.events.column("id"), value_set=pa.array(sorted(ids)))
+        return self._rows(pc.and_(wanted, pc.invert(self.events.column("redacted"))))
+
+    def text_rows(self) -> Iterator[tuple[str, int, str]]:
+        """(id, key64, text) of every row with text."""
+        import pyarrow.compute as pc
+
+        rows = self.events.filter(pc.not_equal(self.events.column("text"), ""))
+        ids = rows.column("id").to_pylist()
+        keys = rows.column("key64").to_pylist()
+        texts = rows.column("text").to_pylist()
+        yield from zip(ids, keys, texts, strict=True)
+
+    # writes
+    def update_tables(
+        self,
+        new_rows: list[dict[str, Any]],
+        replaced: list[dict[str, Any]],
+        members: list[dict[str, Any]],
+    ) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        schema = tables.event_schema()
+        for row in [*new_rows, *replaced]:
+            row["key64"] = row["_key64"]
+        events = self.events
+        if replaced:
+            drop = pc.is_in(events.column("id"), value_set=pa.array([r["id"] for r in replaced]))
+            events = events.filter(pc.invert(drop))
+        if new_rows or replaced:
+            added = tables.from_rows([*new_rows, *replaced], schema)
+            events = tables.sort_events(pa.concat_tables([events, added]))
+            self.events = events
+            self._dirty = True
+        if members:
+            added_members = tables.from_rows(members, tables.member_schema())
+            self.members = pa.concat_tables([self.members, added_members])
+            self._dirty = True
+
+    def write_tables(self) -> None:
+        if not self._dirty:
+            return
+        tables.write(self.directory / tables.EVENTS_FILE, self.events.combine_chunks())
+        tables.write(self.directory / tables.MEMBERS_FILE, self.members.combine_chunks())
+        self._dirty = False
+
+    def rebuild_fulltext(self, progress: Progress) -> str:
+        """A new full-text directory holding every row with text; returns its name."""
+        from gitmem.index.fulltext import FullText, TextDoc
+
+        name = f"fulltext-{os.urandom(3).hex()}"
+        fulltext = FullText(self.directory / name, create=True)
+        rows = list(self.text_rows())
+        chunk = 20000
+        for start in range(0, len(rows), chunk):
+            part = rows[start : start + chunk]
+            fulltext.update(TextDoc(i, t) for i, _k, t in part)
+            progress("full-text index", min(start + chunk, len(rows)), len(rows))
+        if not rows:
+            fulltext.update([])
+        self.fulltext = fulltext
+        return name
+
+    def remove_stale_fulltext(self, keep: str) -> None:
+        for entry in self.directory.iterdir():
+            if entry.is_dir() and entry.name.startswith("fulltext") and entry.name != keep:
+                shutil.rmtree(entry, ignore_errors=True)

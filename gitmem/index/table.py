@@ -1,0 +1,102 @@
+"""The Arrow tables of the index: events and chain membership.
+
+``events.arrow`` has one row per event, sorted by (time, id): the envelope
+and body as JSON (so the library's :class:`~gitmem.memory.event.Event` can be
+rebuilt), plus the columns queries filter on. ``members.arrow`` says which
+memory chain reaches which memory commit, one (ref, commit) row each: an
+event belongs to every chain that reaches the commit that added it, so a
+fork that inherits 100,000 events adds rows here instead of rewriting every
+event row.
+
+Both are Arrow IPC files, written to a temporary name and renamed into
+place, and memory-mapped by readers (opening costs no copy).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+EVENTS_FILE = "events.arrow"
+MEMBERS_FILE = "members.arrow"
+
+
+def _pa() -> Any:
+    import pyarrow as pa
+
+    return pa
+
+
+def event_schema() -> Any:
+    pa = _pa()
+    nullable = [("session", True), ("agent", True), ("user", True), ("capsule", True)]
+    return pa.schema(
+        [
+            ("id", pa.string()),
+            ("key64", pa.uint64()),  # the vector index's key (first 64 bits of the id)
+            ("type", pa.string()),
+            ("time", pa.int64()),
+            ("commit", pa.string()),
+            ("ref", pa.string()),
+            *[pa.field(name, pa.string(), nullable=n) for name, n in nullable],
+            ("key", pa.string()),
+            ("target", pa.string()),
+            ("paths", pa.list_(pa.string())),
+            ("tags", pa.list_(pa.string())),
+            ("redacted", pa.bool_()),
+            ("missing", pa.bool_()),
+            ("text", pa.string()),
+            ("envelope", pa.string()),
+            ("body", pa.string()),
+        ]
+    )
+
+
+def member_schema() -> Any:
+    pa = _pa()
+    return pa.schema([("ref", pa.string()), ("commit", pa.string())])
+
+
+def from_rows(rows: list[dict[str, Any]], schema: Any) -> Any:
+    """A table from row dicts (missing keys are null)."""
+    pa = _pa()
+    columns = {name: [row.get(name) for row in rows] for name in schema.names}
+    return pa.Table.from_pydict(columns, schema=schema)
+
+
+def sort_events(table: Any) -> Any:
+    """Rows in the total order of events, the same on every clone."""
+    return table.sort_by([("time", "ascending"), ("id", "ascending")])
+
+
+def write(path: Path, table: Any, *, fsync: bool = False) -> None:
+    """Write an IPC file atomically (temporary name, then rename)."""
+    pa = _pa()
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    try:
+        with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table, max_chunksize=65536)
+        if fsync:
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def read(path: Path, schema: Any) -> Any:
+    """A memory-mapped table; ValueError when the file is not what we wrote."""
+    pa = _pa()
+    try:
+        source = pa.memory_map(str(path), "r")
+        table = pa.ipc.open_file(source).read_all()
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise ValueError(f"{path.name}: {exc}") from exc
+    if not table.schema.equals(schema):
+        raise ValueError(f"{path.name}: unexpected schema")
+    return table

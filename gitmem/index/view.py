@@ -1,0 +1,340 @@
+"""Reading memory through the sidecar indexes.
+
+:class:`IndexView` answers the same questions as
+:class:`~gitmem.memory.api.Memory` (``events``, ``get``, ``branch``) from the
+memory-mapped Arrow tables, so a query over 100,000 events neither walks the
+commit graph nor imports libgit2. Opening one refreshes the indexes first when
+they are stale (new memory commits, events waiting in the capture spool,
+hook intents not yet applied).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gitmem.capture.sealer import _UNSET
+from gitmem.errors import AmbiguousIdError, NotFoundError, UsageError
+from gitmem.index import table as tables
+from gitmem.index.refresh import (
+    LOCK_TIMEOUT,
+    Manifest,
+    RefreshReport,
+    index_root,
+    is_fresh,
+    read_manifest,
+)
+from gitmem.memory.event import Event
+from gitmem.memory.query import EventFilter
+from gitmem.storage import layout
+from gitmem.storage.gitconfig import Config, get_last, read_config
+from gitmem.storage.locate import RepoLocation, locate, memory_branch
+
+DEFAULT_WAIT = (
+    5.0  # seconds a reader waits for another process's build before reading the previous version
+)
+
+
+def _pending_work(location: RepoLocation) -> bool:
+    """Events in the capture spool or hook intents not yet applied."""
+    from gitmem.branches.intents import has_pending
+    from gitmem.storage import spool
+
+    return bool(spool.pending(location.state_dir)) or has_pending(location.state_path)
+
+
+class IndexView:
+    """A read-only view of memory backed by the sidecar indexes."""
+
+    def __init__(
+        self,
+        location: RepoLocation,
+        config: Config,
+        manifest: Manifest,
+        *,
+        stale: bool = False,
+        report: RefreshReport | None = None,
+    ) -> None:
+        self.location = location
+        self.config = config
+        self.manifest = manifest
+        self.root = index_root(location)
+        self.directory = self.root / manifest.generation
+        self.stale = stale  # another process was still building: this is the previous version
+        self.report = report
+        self.table = tables.read(self.directory / tables.EVENTS_FILE, tables.event_schema())
+        self.members = tables.read(self.directory / tables.MEMBERS_FILE, tables.member_schema())
+        self._fulltext: Any = None
+        self._vectors: Any = None
+        self._ids: dict[str, int] | None = None
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        refresh: bool = True,
+        wait: float = DEFAULT_WAIT,
+        embed: bool = True,
+    ) -> IndexView:
+        """Open the view of the repository at ``path``, refreshing stale indexes.
+
+        When another process is building, wait up to ``wait`` seconds, then
+        read the previous version (``stale`` is then True). With no previous
+        version at all, wait for the build.
+        """
+        location = locate(path)
+        config = read_config(location)
+        root = index_root(location)
+        manifest = read_manifest(root)
+        report = None
+        stale = False
+        if refresh and (_pending_work(location) or not is_fresh(location, manifest)):
+            from gitmem.index.refresh import try_refresh
+            from gitmem.memory.api import Memory
+
+            with Memory(location, config) as mem:
+                report = try_refresh(
+                    mem, wait=wait if manifest is not None else LOCK_TIMEOUT, embed=embed
+                )
+            stale = report is None
+            manifest = read_manifest(root)
+        if manifest is None:
+            raise NotFoundError("there is no memory index yet", "build it with 'git edda index'")
+        try:
+            return cls(location, config, manifest, stale=stale, report=report)
+        except ValueError as exc:
+            raise NotFoundError(
+                f"the memory index is unreadable ({exc})",
+                "rebuild it with 'git edda index --rebuild'",
+            ) from None
+
+    # where ------------------------------------------------------------------------
+    @property
+    def branch(self) -> str | None:
+        return memory_branch(self.location)
+
+    @property
+    def trunk(self) -> str | None:
+        return get_last(self.config, "edda.trunk") or self.manifest.trunk
+
+    # the pieces search needs, opened on first use ------------------------------------
+    @property
+    def fulltext(self) -> Any:
+        if self._fulltext is None:
+            from gitmem.index.fulltext import FullText
+
+            self._fulltext = FullText(self.directory / self.manifest.fulltext)
+        return self._fulltext
+
+    @property
+    def vectors(self) -> Any:
+        """The vector index (memory-mapped), or None when there is none."""
+        if self._vectors is None and self.manifest.model and self.manifest.dim:
+            from gitmem.index.vectors import VECTORS_FILE, Vectors
+
+            path = self.directory / VECTORS_FILE
+            if path.exists():
+                self._vectors = Vectors(path, self.manifest.dim, view=True)
+        return self._vectors
+
+    # rows -> events ---------------------------------------------------------------------
+    def rows_to_events(self, rows: Any) -> list[Event]:
+        """Events from a (filtered) slice of the events table, in its order."""
+        columns = rows.select(["envelope", "body", "ref", "commit", "redacted"]).to_pydict()
+        out = []
+        for envelope, body, ref, commit, redacted in zip(
+            columns["envelope"],
+            columns["body"],
+            columns["ref"],
+            columns["commit"],
+            columns["redacted"],
+            strict=True,
+        ):
+            out.append(
+                Event(
+                    json.loads(envelope),
+                    None if body is None else json.loads(body),
+                    ref,
+                    commit,
+                    bool(redacted),
+                )
+            )
+        return out
+
+    def row_index(self) -> dict[str, int]:
+        if self._ids is None:
+            self._ids = {eid: i for i, eid in enumerate(self.table.column("id").to_pylist())}
+        return self._ids
+
+    def events_by_id(self, ids: Sequence[str]) -> dict[str, Event]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if not ids:
+            return {}
+        rows = self.table.filter(pc.is_in(self.table.column("id"), value_set=pa.array(list(ids))))
+        return {e.id: e for e in self.rows_to_events(rows)}
+
+    # selection ------------------------------------------------------------------------
+    def _commits(self, ref: str) -> Any:
+        import pyarrow.compute as pc
+
+        return self.members.filter(pc.equal(self.members.column("ref"), ref)).column("commit")
+
+    def _own_ref(self, branch: str | None) -> str | None:
+        ref = layout.branch_ref(branch)
+        if ref in self.manifest.tips or branch is None:
+            return ref
+        # No memory yet: the branch shows what it would start from.
+        from gitmem.memory.api import Memory
+
+        with Memory(self.location, self.config) as mem:
+            plan = mem._plan(branch, tips=dict(self.manifest.tips))
+        if plan.kind in ("rename", "fork") and plan.source:
+            return layout.branch_ref(plan.source)
+        return None
+
+    def pool_mask(self, branch: Any = _UNSET, trunk: str | None = None) -> Any:
+        """The rows a branch sees: its own chain, plus what it follows from the trunk."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from gitmem.memory.api import TRUNK_TYPES
+
+        branch = self.branch if branch is _UNSET else branch
+        commit = self.table.column("commit")
+        own_ref = self._own_ref(branch)
+        own = (
+            pc.is_in(commit, value_set=self._commits(own_ref))
+            if own_ref is not None
+            else pa.array([False] * self.table.num_rows, pa.bool_())
+        )
+        mode = self._follow_trunk(trunk)
+        trunk_name = self.trunk if mode != "none" else None
+        if trunk_name is None or trunk_name == branch:
+            return own
+        extra = pc.is_in(commit, value_set=self._commits(layout.branch_ref(trunk_name)))
+        if mode != "all":
+            types = pa.array(sorted(TRUNK_TYPES))
+            extra = pc.and_(extra, pc.is_in(self.table.column("type"), value_set=types))
+        return pc.or_(own, extra)
+
+    def _follow_trunk(self, trunk: str | None) -> str:
+        from gitmem.memory.api import FOLLOW_TRUNK
+
+        mode = (trunk or get_last(self.config, "edda.followTrunk", "decisions") or "").lower()
+        mode = {"true": "decisions", "false": "none"}.get(mode, mode)
+        if mode not in FOLLOW_TRUNK:
+            raise UsageError(
+                f"follow-trunk mode {mode!r} is not one of {', '.join(FOLLOW_TRUNK)}",
+                "set edda.followTrunk to decisions, all or none",
+            )
+        return mode
+
+    def filter_mask(
+        self,
+        where: EventFilter | None,
+        *,
+        branch: Any = _UNSET,
+        all_branches: bool = False,
+        trunk: str | None = None,
+    ) -> Any:
+        """A boolean mask over the events table: the columns a filter can be
+        checked on (the rest, tags and paths globs, is checked per event)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        t = self.table
+        mask = (
+            pa.array([True] * t.num_rows, pa.bool_())
+            if all_branches
+            else self.pool_mask(branch, trunk)
+        )
+        if where is None:
+            return mask
+
+        def member(column: str, values: Sequence[str]) -> Any:
+            return pc.fill_null(pc.is_in(t.column(column), value_set=pa.array(list(values))), False)
+
+        if where.types:
+            mask = pc.and_(mask, member("type", where.types))
+        if where.since is not None:
+            mask = pc.and_(mask, pc.greater_equal(t.column("time"), where.since))
+        if where.until is not None:
+            mask = pc.and_(mask, pc.less(t.column("time"), where.until))
+        if where.sessions:
+            mask = pc.and_(mask, member("session", where.sessions))
+        if where.capsules:
+            mask = pc.and_(
+                mask, pc.or_(member("capsule", where.capsules), member("id", where.capsules))
+            )
+        if where.actors:
+            mask = pc.and_(
+                mask, pc.or_(member("agent", where.actors), member("user", where.actors))
+            )
+        if not where.include_redacted:
+            mask = pc.and_(mask, pc.invert(t.column("redacted")))
+        return mask
+
+    def events(
+        self,
+        where: EventFilter | None = None,
+        *,
+        branch: Any = _UNSET,
+        all_branches: bool = False,
+        limit: int | None = None,
+        trunk: str | None = None,
+    ) -> list[Event]:
+        """Events in (time, id) order, as :meth:`Memory.events` selects them."""
+        mask = self.filter_mask(where, branch=branch, all_branches=all_branches, trunk=trunk)
+        rows = self.table.filter(mask)
+        if where is None or not (where.tags or where.paths):
+            if limit:
+                rows = rows.slice(max(0, rows.num_rows - limit))
+            return self.rows_to_events(rows)
+        chosen = [e for e in self.rows_to_events(rows) if where.matches(e)]
+        return chosen[-limit:] if limit else chosen
+
+    def get(self, event_id: str) -> Event:
+        """An event by id or unique id prefix (at least 4 hex characters), on any branch."""
+        from gitmem.memory.api import MIN_PREFIX
+
+        prefix = event_id.strip().lower()
+        if len(prefix) < MIN_PREFIX or any(c not in "0123456789abcdef" for c in prefix):
+            raise UsageError(
+                f"{event_id!r} is not an event id",
+                f"give at least {MIN_PREFIX} hex characters of an id",
+            )
+        ids = self.row_index()
+        found = [prefix] if prefix in ids else sorted(eid for eid in ids if eid.startswith(prefix))
+        if not found:
+            raise NotFoundError(
+                f"no event with id {event_id}", "list ids with 'git edda log --all-branches'"
+            )
+        if len(found) > 1:
+            raise AmbiguousIdError(
+                f"id prefix {event_id} matches {len(found)} events: {', '.join(f[:12] for f in found[:5])}",
+                "give more characters of the id",
+            )
+        return self.rows_to_events(self.table.slice(ids[found[0]], 1))[0]
+
+
+def index_paths(location: RepoLocation) -> dict[str, Path]:
+    """Where the sidecar files of the current version are (for status and docs)."""
+    root = index_root(location)
+    manifest = read_manifest(root)
+    if manifest is None:
+        return {"root": root}
+    directory = root / manifest.generation
+    return {
+        "root": root,
+        "events": directory / tables.EVENTS_FILE,
+        "members": directory / tables.MEMBERS_FILE,
+        "fulltext": directory / manifest.fulltext,
+        "vectors": directory / "vectors.usearch",
+        "embeddings": root / "embeddings",
+    }

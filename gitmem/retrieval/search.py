@@ -1,0 +1,272 @@
+"""Hybrid search: full-text and vector candidates fused by reciprocal rank, plus recency.
+
+For a query, each engine returns its best ``candidates`` events among those
+the filters allow (filters are applied *before* the candidate limit, so a
+narrow filter never starves the result). The two ranked lists are fused with
+reciprocal rank fusion (RRF, k = 60): an event's relevance is
+``1/(k + rank_lexical) + 1/(k + rank_vector)``, divided by the best score any
+event could get (``2/(k + 1)``). That normalisation is a constant, applied
+after the candidate limits, so an event's score does not depend on how many
+candidates were asked for or returned (Kindling normalised BM25 before its
+limit and its ranks shifted with it). Recency adds a small term: a half-life
+decay from ``now``. Ties break by event id, so output is deterministic for a
+given store, query and ``now``.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gitmem.capture.sealer import _UNSET
+from gitmem.errors import UsageError
+from gitmem.memory.event import Event
+from gitmem.memory.query import EventFilter
+
+RRF_K = 60
+RELEVANCE_WEIGHT = 0.9
+RECENCY_WEIGHT = 0.1
+HALF_LIFE_DAYS = 30.0
+MIN_COSINE = 0.25  # vector candidates below this are noise for a static embedder
+MODES = ("hybrid", "lexical", "vector")
+DAY_US = 86_400_000_000
+
+
+@dataclass
+class Hit:
+    """One search result with how its score came about."""
+
+    event: Event
+    score: float
+    lexical_rank: int | None = None
+    lexical_score: float | None = None  # BM25
+    vector_rank: int | None = None
+    vector_score: float | None = None  # cosine similarity
+    relevance: float = 0.0  # normalised RRF
+    recency: float = 0.0
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.event.id,
+            "type": self.event.type,
+            "time": self.event.time,
+            "summary": self.event.summary(200),
+            "score": round(self.score, 6),
+            "components": {
+                "lexical_rank": self.lexical_rank,
+                "lexical_bm25": None
+                if self.lexical_score is None
+                else round(self.lexical_score, 4),
+                "vector_rank": self.vector_rank,
+                "vector_cosine": None if self.vector_score is None else round(self.vector_score, 4),
+                "relevance": round(self.relevance, 6),
+                "recency": round(self.recency, 6),
+            },
+            "provenance": self.provenance,
+        }
+
+
+@dataclass
+class SearchResult:
+    query: str
+    mode: str
+    now: int
+    hits: list[Hit]
+    lexical_candidates: int = 0
+    vector_candidates: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "mode": self.mode,
+            "now": self.now,
+            "candidates": {"lexical": self.lexical_candidates, "vector": self.vector_candidates},
+            "hits": [h.to_json() for h in self.hits],
+            "warnings": self.warnings,
+        }
+
+
+def recency(event_time: int, now: int) -> float:
+    """1.0 now, 0.5 one half-life ago; future times count as now."""
+    age_days = max(0, now - event_time) / DAY_US
+    return float(0.5 ** (age_days / HALF_LIFE_DAYS))
+
+
+def _allowed(view: Any, where: EventFilter | None, branch: Any, all_branches: bool) -> Any:
+    """The rows the filters allow, as a table slice (id, key64 and what the
+    per-event checks need)."""
+    mask = view.filter_mask(where, branch=branch, all_branches=all_branches)
+    rows = view.table.filter(mask)
+    if where is not None and (where.tags or where.paths):
+        keep = [e.id for e in view.rows_to_events(rows) if where.matches(e)]
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        rows = rows.filter(pc.is_in(rows.column("id"), value_set=pa.array(keep, pa.string())))
+    return rows
+
+
+def search(
+    view: Any,
+    query: str,
+    *,
+    limit: int = 10,
+    where: EventFilter | None = None,
+    branch: Any = _UNSET,
+    all_branches: bool = False,
+    now: int | None = None,
+    mode: str = "hybrid",
+    advanced: bool = False,
+    candidates: int | None = None,
+    embedder: Any = None,
+) -> SearchResult:
+    """Search memory through an :class:`~gitmem.index.view.IndexView`.
+
+    ``mode`` is ``hybrid`` (default), ``lexical`` or ``vector``; ``advanced``
+    passes the query to the full-text engine's own syntax (leniently).
+    ``embedder`` overrides the configured one (tests, benchmarks).
+    """
+    if mode not in MODES:
+        raise UsageError(f"search mode {mode!r} is not one of {', '.join(MODES)}")
+    if limit < 1:
+        raise UsageError("the result limit must be at least 1")
+    now = int(_time.time() * 1_000_000) if now is None else now
+    result = SearchResult(query, mode, now, [])
+    if not query.strip():
+        return result
+    pool = candidates or max(limit * 5, 50)
+    rows = _allowed(view, where, branch, all_branches)
+    if rows.num_rows == 0:
+        return result
+    allowed_ids = set(rows.column("id").to_pylist())
+    lexical: list[tuple[str, float]] = []
+    vector: list[tuple[str, float]] = []
+    if mode in ("hybrid", "lexical"):
+        lexical = _lexical(view, query, pool, allowed_ids, advanced)
+    if mode in ("hybrid", "vector"):
+        vector = _vector(view, query, pool, rows, result, embedder)
+    result.lexical_candidates = len(lexical)
+    result.vector_candidates = len(vector)
+    result.hits = _fuse(view, lexical, vector, now, limit, mode)
+    _provenance(view, result.hits)
+    return result
+
+
+def _lexical(
+    view: Any, query: str, pool: int, allowed: set[str], advanced: bool
+) -> list[tuple[str, float]]:
+    want = pool * 4
+    while True:
+        found = view.fulltext.search(query, want, advanced=advanced)
+        kept = [hit for hit in found if hit[0] in allowed]
+        if len(kept) >= pool or len(found) < want:
+            return kept[:pool]
+        want *= 4
+
+
+def _vector(
+    view: Any, query: str, pool: int, rows: Any, result: SearchResult, embedder: Any
+) -> list[tuple[str, float]]:
+    vectors = view.vectors
+    if vectors is None:
+        result.warnings.append(
+            "no vector index (embeddings disabled or not built): lexical results only"
+        )
+        return []
+    if embedder is None:
+        from gitmem.embed import get_embedder
+
+        embedder = get_embedder(view.config, stamp_dir=view.root)
+    if embedder is None or embedder.model_id != view.manifest.model:
+        result.warnings.append(
+            "the vector index was built by another embedding model: "
+            "run 'git edda index' to re-embed; lexical results only"
+        )
+        return []
+    if view.manifest.unembedded:
+        result.warnings.append(f"{view.manifest.unembedded} events have no vector yet")
+    q = embedder.embed([query])[0]
+    keys = rows.column("key64").to_pylist()
+    ids = rows.column("id").to_pylist()
+    by_key = dict(zip(keys, ids, strict=True))
+    allowed = set(keys) if len(keys) < view.table.num_rows else None
+    found = vectors.search(q, pool, allowed)
+    return [(by_key[k], s) for k, s in found if k in by_key and s >= MIN_COSINE]
+
+
+def _fuse(
+    view: Any,
+    lexical: Sequence[tuple[str, float]],
+    vector: Sequence[tuple[str, float]],
+    now: int,
+    limit: int,
+    mode: str,
+) -> list[Hit]:
+    lists = {"lexical": lexical, "vector": vector}
+    engines = 2 if mode == "hybrid" else 1
+    best = engines / (RRF_K + 1)
+    parts: dict[str, dict[str, tuple[int, float]]] = {}
+    for name, ranked in lists.items():
+        for rank, (eid, score) in enumerate(ranked, 1):
+            parts.setdefault(eid, {})[name] = (rank, score)
+    events = view.events_by_id(sorted(parts))
+    hits = []
+    for eid, found in parts.items():
+        event = events.get(eid)
+        if event is None:
+            continue
+        rrf = sum(1.0 / (RRF_K + rank) for rank, _s in found.values())
+        hit = Hit(event, 0.0)
+        if "lexical" in found:
+            hit.lexical_rank, hit.lexical_score = found["lexical"]
+        if "vector" in found:
+            hit.vector_rank, hit.vector_score = found["vector"]
+        hit.relevance = rrf / best
+        hit.recency = recency(event.time, now)
+        hit.score = RELEVANCE_WEIGHT * hit.relevance + RECENCY_WEIGHT * hit.recency
+        hits.append(hit)
+    hits.sort(key=lambda h: (-round(h.score, 9), h.event.id))
+    return hits[:limit]
+
+
+def _provenance(view: Any, hits: list[Hit]) -> None:
+    """Where each hit comes from: memory commit and branch, capsule, and the
+    code commit linked in the same capsule or session at or after it."""
+    import pyarrow.compute as pc
+
+    if not hits:
+        return
+    t = view.table
+    links = t.filter(pc.equal(t.column("type"), "commit_link")).select(
+        ["time", "id", "session", "capsule", "body"]
+    )
+    link_rows = links.to_pylist()
+    for hit in hits:
+        e = hit.event
+        code = None
+        if e.type == "commit_link":
+            code = e.field("sha")
+        else:
+            session = e.scope.get("session")
+            for row in link_rows:  # in (time, id) order: the first after the event
+                if row["time"] < e.time:
+                    continue
+                if (e.capsule and row["capsule"] == e.capsule) or (
+                    session and row["session"] == session
+                ):
+                    import json
+
+                    code = json.loads(row["body"]).get("sha") if row["body"] else None
+                    break
+        hit.provenance = {
+            "event": e.id,
+            "memory_commit": e.commit,
+            "branch": e.branch,
+            "capsule": e.capsule,
+            "session": e.scope.get("session"),
+            "code_commit": code,
+        }
