@@ -1,0 +1,155 @@
+"""Choose the embedder from git config (or the environment).
+
+========================  =====================================================
+``edda.embed.provider``   ``static`` (default), ``ollama``, ``openai``, ``none``
+                          (no vectors), or a plugin name; the environment
+                          variable ``GITMEM_EMBED_PROVIDER`` overrides it
+``edda.embed.model``      the model name (HTTP providers; default per provider)
+``edda.embed.url``        the server's base URL (HTTP providers)
+``edda.embed.batch``      texts per request (default 64)
+``edda.embed.timeout``    seconds per request (default 30)
+``edda.embed.dim``        the vector length, if known (else learnt from the server)
+``edda.embed.apiKeyEnv``  the environment variable holding the API key
+                          (``openai``; default ``OPENAI_API_KEY``)
+========================  =====================================================
+
+Plugins register a factory ``(config, stamp_dir) -> Embedder`` under the entry
+point group ``gitmem.embedders``; entry points are only looked up for a name
+that is not built in (scanning installed distributions costs milliseconds).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from gitmem.errors import DependencyError, GitmemError, UsageError
+from gitmem.storage.gitconfig import Config, get_int, get_last
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from gitmem.embed.base import Embedder
+
+BUILTIN_PROVIDERS = ("static", "ollama", "openai", "none")
+DEFAULT_PROVIDER = "static"
+ENTRY_POINT_GROUP = "gitmem.embedders"
+PROVIDER_ENV = "GITMEM_EMBED_PROVIDER"
+
+EmbedderFactory = Callable[[Config, "Path | None"], "Embedder"]
+
+
+def provider_name(config: Config) -> str:
+    """The configured provider name: ``$GITMEM_EMBED_PROVIDER``, else
+    ``edda.embed.provider``, else ``static``."""
+    name = os.environ.get(PROVIDER_ENV) or get_last(config, "edda.embed.provider")
+    return (name or DEFAULT_PROVIDER).strip().lower() or DEFAULT_PROVIDER
+
+
+def _plugin_entry_points() -> dict[str, Any]:
+    from importlib.metadata import entry_points
+
+    found: dict[str, Any] = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        found.setdefault(ep.name.lower(), ep)  # the first installed wins, as pip lists them
+    return found
+
+
+def available_providers() -> list[str]:
+    """Every provider name that would be accepted: built-ins, then plugins."""
+    plugins = sorted(set(_plugin_entry_points()) - set(BUILTIN_PROVIDERS))
+    return [*BUILTIN_PROVIDERS, *plugins]
+
+
+def _get_float(config: Config, key: str, default: float) -> float:
+    value = get_last(config, key)
+    if value is None:
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not number > 0 or number == float("inf"):
+        raise UsageError(
+            f"git config {key} = {value!r} is not a positive number of seconds",
+            f"set {key} to a number such as 30",
+        )
+    return number
+
+
+def _get_dim(config: Config) -> int | None:
+    if get_last(config, "edda.embed.dim") is None:
+        return None
+    return get_int(config, "edda.embed.dim", 0)
+
+
+def get_embedder(config: Config, *, stamp_dir: Path | None = None) -> Embedder | None:
+    """The embedder the configuration asks for, or ``None`` for provider
+    ``none`` (vectors disabled).
+
+    ``config`` is what :func:`gitmem.storage.gitconfig.read_config` returns.
+    ``stamp_dir`` is a directory where providers may keep small caches (the
+    static provider remembers its checksum verification there). Nothing is
+    loaded or contacted here: providers do their work on first use.
+
+    Raises :class:`UsageError` for an unknown provider or a bad setting, and
+    :class:`DependencyError` when a plugin cannot be loaded.
+    """
+    name = provider_name(config)
+    model = get_last(config, "edda.embed.model")
+    url = get_last(config, "edda.embed.url")
+    if name == "none":
+        return None
+    if name == "static":
+        from gitmem.embed.static import MODEL_NAME, StaticEmbedder
+
+        if model not in (None, "", MODEL_NAME):
+            raise UsageError(
+                f"the static embedder has one model, {MODEL_NAME}; edda.embed.model is {model!r}",
+                "unset it (git config --unset edda.embed.model) or choose another edda.embed.provider",
+            )
+        return StaticEmbedder(stamp_dir=stamp_dir)
+    if name in ("ollama", "openai"):
+        from gitmem.embed.http import DEFAULT_BATCH, DEFAULT_TIMEOUT, OllamaEmbedder, OpenAIEmbedder
+
+        batch = get_int(config, "edda.embed.batch", DEFAULT_BATCH)
+        timeout = _get_float(config, "edda.embed.timeout", DEFAULT_TIMEOUT)
+        dim = _get_dim(config)
+        if name == "ollama":
+            return OllamaEmbedder(model=model, url=url, batch=batch, timeout=timeout, dim=dim)
+        key_env = get_last(config, "edda.embed.apiKeyEnv") or "OPENAI_API_KEY"
+        return OpenAIEmbedder(
+            model=model, url=url, batch=batch, timeout=timeout, dim=dim, api_key_env=key_env
+        )
+    return _load_plugin(name, config, stamp_dir)
+
+
+def _load_plugin(name: str, config: Config, stamp_dir: Path | None) -> Embedder:
+    entry = _plugin_entry_points().get(name)
+    if entry is None:
+        raise UsageError(
+            f"unknown embedding provider {name!r}; valid: {', '.join(available_providers())}",
+            "set git config edda.embed.provider (or $GITMEM_EMBED_PROVIDER) to one of those",
+        )
+    where = f"embedding provider plugin {name!r} ({entry.value})"
+    try:
+        factory: EmbedderFactory = entry.load()
+        embedder = factory(config, stamp_dir)
+    except GitmemError:
+        raise
+    except Exception as exc:
+        raise DependencyError(
+            f"{where} failed to load: {type(exc).__name__}: {exc}",
+            "reinstall the package that provides it, or choose another edda.embed.provider",
+        ) from exc
+    # Checked without touching ``dim``: for a remote provider that may mean a request.
+    if not callable(getattr(embedder, "embed", None)) or not isinstance(
+        getattr(embedder, "model_id", None), str
+    ):
+        raise DependencyError(
+            f"{where} returned {type(embedder).__name__}, which is not an Embedder "
+            "(it needs model_id, dim and embed())",
+            "report this to the plugin's authors, or choose another edda.embed.provider",
+        )
+    return embedder

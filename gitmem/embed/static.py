@@ -1,0 +1,363 @@
+"""The default embedder: static token vectors, offline, no torch.
+
+It uses the weights and tokenizer that the ``wordllama`` package ships
+(model "l2_supercat", 256 dimensions): a text's vector is the mean of its
+tokens' rows, L2-normalised. No network, no model download, no GPU.
+
+The ``wordllama`` package itself is never imported: its loader may reach for
+the network and pulls in pydantic and requests. We only locate its directory
+(``importlib.util.find_spec`` does not execute the package) and read two data
+files from it, both pinned by size and SHA-256 so that a different wordllama
+release can never silently change the vectors stored under our ``model_id``.
+
+Cold start is dominated by the tokenizer (~40 ms to build from its JSON);
+the weights are memory-mapped, so only the rows a query touches are read.
+Verifying the two files costs ~15 ms of hashing, so a caller may pass a
+``stamp_dir`` where the result of a successful check is remembered, keyed by
+each file's (path, size, mtime_ns, inode).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from gitmem.embed.base import normalize_rows
+from gitmem.errors import DependencyError, UsageError
+
+if TYPE_CHECKING:
+    import mmap
+
+    import numpy as np
+    from numpy.typing import NDArray
+    from tokenizers import Tokenizer
+
+WORDLLAMA_VERSION = "0.4.0.post1"
+MODEL_NAME = "wordllama-l2-supercat-256"
+MODEL_ID = f"static:{MODEL_NAME}@{WORDLLAMA_VERSION}"
+DIM = 256
+VOCAB_SIZE = 32000
+TENSOR_NAME = "embedding.weight"
+
+REINSTALL_HINT = (
+    f"reinstall the pinned files: pip install --force-reinstall wordllama=={WORDLLAMA_VERSION}"
+)
+INSTALL_HINT = (
+    f"pip install wordllama=={WORDLLAMA_VERSION}, "
+    "or choose another provider with git config edda.embed.provider (ollama, openai, none)"
+)
+
+
+class PinnedFile(NamedTuple):
+    """A data file of the wordllama package that we trust only by content."""
+
+    relpath: str  # relative to the wordllama package directory (or a test root)
+    size: int
+    sha256: str
+
+
+WEIGHTS = PinnedFile(
+    "weights/l2_supercat_256.safetensors",
+    16_384_096,
+    "64b47a2dc493cb8e85944076601189739852d7b64e0e1eedcb1937a251cd9fd5",
+)
+TOKENIZER = PinnedFile(
+    "tokenizers/l2_supercat_tokenizer_config.json",
+    1_842_796,
+    "93248f2a9ec36c7b35f700a033d5f36228aae48db61aee31007fa49062cdeb68",
+)
+
+STAMP_NAME = "static-embedder.verified"
+_STAMP_FORMAT = 1
+# A file modified this recently may still change within the same mtime tick
+# (the "racy git" problem): hash it, but do not remember the result.
+_RACY_NS = 2_000_000_000
+
+# Texts are tokenized this many at a time, and at most this many token rows
+# are gathered into one float32 temporary (8192 x 256 x 4 = 8 MiB).
+_TEXT_CHUNK = 1024
+_TOKEN_SLICE = 8192
+
+
+def wordllama_root() -> Path:
+    """The installed ``wordllama`` package directory, found without importing it."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("wordllama")
+    except (ImportError, ValueError):
+        spec = None
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations:
+        raise DependencyError(
+            "the wordllama package is not installed (the static embedder reads its bundled weights)",
+            INSTALL_HINT,
+        )
+    return Path(locations[0])
+
+
+def _sha256_file(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def _installed_note(root: Path) -> str:
+    """For an error message: which wordllama release is installed, when
+    ``root`` is the installed package (a likely cause is a different release)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        if root != wordllama_root():
+            return ""
+        return f"; installed wordllama is {version('wordllama')}"
+    except (DependencyError, PackageNotFoundError):
+        return ""
+
+
+def _read_stamp(stamp_path: Path) -> set[tuple[str, int, int, int, str]]:
+    try:
+        data = json.loads(stamp_path.read_bytes())
+        if data.get("format") != _STAMP_FORMAT:
+            return set()
+        return {
+            (str(p), int(size), int(mtime), int(ino), str(sha))
+            for p, size, mtime, ino, sha in data["verified"]
+        }
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return set()  # a missing or damaged stamp only costs a re-hash
+
+
+def _write_stamp(stamp_path: Path, entries: list[tuple[str, int, int, int, str]]) -> None:
+    tmp = stamp_path.with_name(f".{stamp_path.name}.{os.getpid()}.tmp")
+    try:
+        stamp_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps({"format": _STAMP_FORMAT, "verified": entries}))
+        os.replace(tmp, stamp_path)
+    except OSError:
+        # The stamp is an optimisation: a read-only state directory must not
+        # stop embeddings from working.
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+
+
+def verify_files(root: Path, stamp_dir: Path | None = None) -> int:
+    """Check the pinned weights and tokenizer under ``root`` (size and SHA-256).
+
+    Returns how many files had to be hashed (0 when ``stamp_dir`` holds a
+    stamp for both files as they are now). Raises :class:`DependencyError`
+    naming the file, the expected and the actual digest on any mismatch.
+    """
+    stamp_path = stamp_dir / STAMP_NAME if stamp_dir is not None else None
+    stamped = _read_stamp(stamp_path) if stamp_path is not None else set()
+    entries: list[tuple[str, int, int, int, str]] = []
+    hashed = 0
+    stampable = True
+    for pin in (WEIGHTS, TOKENIZER):
+        path = root / pin.relpath
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            raise DependencyError(
+                f"{path} is missing or unreadable ({exc.strerror or exc})", REINSTALL_HINT
+            ) from None
+        entry = (str(path), st.st_size, st.st_mtime_ns, st.st_ino, pin.sha256)
+        entries.append(entry)
+        if entry in stamped:
+            continue
+        try:
+            actual = _sha256_file(path)
+        except OSError as exc:
+            raise DependencyError(
+                f"{path} is unreadable ({exc.strerror or exc})", REINSTALL_HINT
+            ) from None
+        hashed += 1
+        if actual != pin.sha256 or st.st_size != pin.size:
+            raise DependencyError(
+                f"{path} does not match the pinned wordllama {WORDLLAMA_VERSION} file: "
+                f"expected sha256 {pin.sha256} ({pin.size} bytes), "
+                f"found sha256 {actual} ({st.st_size} bytes){_installed_note(root)}",
+                REINSTALL_HINT,
+            )
+        if os.stat(path).st_mtime_ns != st.st_mtime_ns or (
+            time.time_ns() - st.st_mtime_ns < _RACY_NS
+        ):
+            stampable = False
+    if stamp_path is not None and hashed and stampable:
+        _write_stamp(stamp_path, entries)
+    return hashed
+
+
+def _map_weights(path: Path) -> tuple[mmap.mmap, NDArray[np.float16]]:
+    """Memory-map the embedding matrix of a safetensors file.
+
+    The format: an 8-byte little-endian header length, a JSON header mapping
+    tensor names to dtype, shape and byte offsets (relative to the end of the
+    header), then the raw little-endian data.
+    """
+    import mmap
+
+    import numpy as np
+
+    def bad(why: str) -> DependencyError:
+        return DependencyError(f"{path} is not a usable safetensors file: {why}", REINSTALL_HINT)
+
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        header_len = int.from_bytes(f.read(8), "little")
+        if not 0 < header_len <= size - 8:
+            raise bad(f"header length {header_len} does not fit a file of {size} bytes")
+        try:
+            header: dict[str, Any] = json.loads(f.read(header_len))
+            entry = header[TENSOR_NAME]
+            dtype, shape = entry["dtype"], [int(n) for n in entry["shape"]]
+            begin, end = (int(n) for n in entry["data_offsets"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise bad(f"bad header ({exc})") from None
+        if dtype != "F16" or shape != [VOCAB_SIZE, DIM]:
+            raise bad(f"{TENSOR_NAME} is {dtype} {shape}, expected F16 [{VOCAB_SIZE}, {DIM}]")
+        start = 8 + header_len + begin
+        if end - begin != VOCAB_SIZE * DIM * 2 or 8 + header_len + end > size:
+            raise bad(f"{TENSOR_NAME} data offsets {begin}..{end} do not fit the file")
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    matrix = np.frombuffer(mapped, dtype="<f2", count=VOCAB_SIZE * DIM, offset=start)
+    return mapped, matrix.reshape(VOCAB_SIZE, DIM)
+
+
+class StaticEmbedder:
+    """Mean of static token vectors (wordllama l2_supercat, 256 dims), offline.
+
+    Construction is free; the files are verified and loaded on first use (or
+    by :meth:`load`). ``root`` replaces the installed wordllama package
+    directory (tests use it with copies of the two files); ``stamp_dir`` is
+    where a successful verification is remembered (``None``: hash every time).
+    """
+
+    model_id: str = MODEL_ID
+    dim: int = DIM
+
+    def __init__(self, *, root: Path | None = None, stamp_dir: Path | None = None) -> None:
+        self._root = root
+        self._stamp_dir = stamp_dir
+        self._tokenizer: Tokenizer | None = None
+        self._weights: NDArray[np.float16] | None = None
+        self._mapped: mmap.mmap | None = None
+
+    def __repr__(self) -> str:
+        return f"StaticEmbedder({self.model_id!r}, root={self._root}, stamp_dir={self._stamp_dir})"
+
+    def load(self) -> None:
+        """Verify and load the weights and tokenizer now (idempotent).
+
+        Raises :class:`DependencyError` when wordllama is missing or its files
+        do not match the pinned checksums.
+        """
+        if self._tokenizer is not None:
+            return
+        from tokenizers import Tokenizer
+
+        root = self._root if self._root is not None else wordllama_root()
+        verify_files(root, self._stamp_dir)
+        mapped, weights = _map_weights(root / WEIGHTS.relpath)
+        try:
+            tokenizer = Tokenizer.from_file(str(root / TOKENIZER.relpath))
+        except Exception as exc:  # the Rust side raises a bare Exception
+            raise DependencyError(
+                f"cannot load the tokenizer {root / TOKENIZER.relpath}: {exc}", REINSTALL_HINT
+            ) from None
+        # The file's own settings are already right (no padding, no
+        # truncation); say so explicitly since tokens beyond a limit would be
+        # dropped from the mean silently.
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
+        self._mapped, self._weights, self._tokenizer = mapped, weights, tokenizer
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Embed ``texts``: float32 ``(len(texts), 256)``, unit rows; a text
+        without tokens (the empty string) gives a zero row."""
+        import numpy as np
+
+        self.load()
+        if isinstance(texts, str):
+            raise UsageError("embed() takes a sequence of texts, not one string", "wrap it: [text]")
+        out = np.zeros((len(texts), DIM), dtype=np.float32)
+        for start in range(0, len(texts), _TEXT_CHUNK):
+            chunk = texts[start : start + _TEXT_CHUNK]
+            self._pool(self._token_ids(chunk), out[start : start + len(chunk)])
+        return normalize_rows(out)
+
+    def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        # One text at a time rather than encode_batch: the batch call runs a
+        # Rust thread pool, after which a forked child prints a warning (the
+        # library never prints) or can deadlock. Sequential encoding still
+        # gives tens of thousands of short texts per second.
+        assert self._tokenizer is not None
+        encode = self._tokenizer.encode
+        ids: list[list[int]] = []
+        for text in texts:
+            try:
+                ids.append(encode(text, add_special_tokens=False).ids)
+            except TypeError:
+                if not isinstance(text, str):
+                    raise UsageError(
+                        f"cannot embed a {type(text).__name__}: texts must be strings"
+                    ) from None
+                # Lone surrogates (e.g. undecodable file names) are not valid
+                # UTF-8, which the tokenizer requires: replace them.
+                clean = text.encode("utf-8", "replace").decode("utf-8")
+                ids.append(encode(clean, add_special_tokens=False).ids)
+        return ids
+
+    def _pool(self, ids: list[list[int]], out: NDArray[np.float32]) -> None:
+        """Write the mean token vector of each id list into the rows of ``out``.
+
+        Token rows are gathered in bounded slices. A text's tokens are always
+        summed in the same order, whatever else is in the batch, so a text
+        gets identical bytes alone or batched: short texts are grouped whole
+        (never split across slices), long ones are summed slice by slice from
+        their own start.
+        """
+        import numpy as np
+
+        assert self._weights is not None
+        weights = self._weights
+        lengths = [len(x) for x in ids]
+        total = sum(lengths)
+        if total == 0:
+            return
+        flat = np.fromiter(
+            (i for x in ids for i in x), dtype=np.int64, count=total
+        )  # all token ids of the chunk, text after text
+        np.clip(flat, 0, VOCAB_SIZE - 1, out=flat)  # never index past the vocabulary
+        offsets = np.zeros(len(ids) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        n = len(ids)
+        i = 0
+        while i < n:
+            if lengths[i] > _TOKEN_SLICE:
+                row = out[i]
+                for s in range(int(offsets[i]), int(offsets[i + 1]), _TOKEN_SLICE):
+                    piece = flat[s : min(s + _TOKEN_SLICE, int(offsets[i + 1]))]
+                    row += weights[piece].astype(np.float32).sum(axis=0)
+                i += 1
+                continue
+            j, budget = i, 0
+            while j < n and budget + lengths[j] <= _TOKEN_SLICE:
+                budget += lengths[j]
+                j += 1
+            if budget:
+                lo = int(offsets[i])
+                rows = weights[flat[lo : int(offsets[j])]].astype(np.float32)
+                nonempty = np.flatnonzero(np.asarray(lengths[i:j]))
+                starts = offsets[i:j][nonempty] - lo
+                out[i + nonempty] = np.add.reduceat(rows, starts, axis=0)
+            i = j
+        counts = np.asarray(lengths, dtype=np.float32)
+        counts[counts == 0] = 1.0
+        out /= counts[:, None]
