@@ -1,0 +1,1 @@
+"""Retrieval: budgeted context packs (:mod:`.context`) and decision queries (:mod:`.ask`)."""

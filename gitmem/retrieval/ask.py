@@ -1,0 +1,352 @@
+"""``ask``: what was decided, and why.
+
+:func:`ask` answers in one of three modes:
+
+* ``overview`` (no query): the active decisions sorted by key, each with its
+  status: *binding* (ratified, or recorded by a person) or *proposed* (an
+  agent's, not ratified: NOT BINDING). ``include_superseded`` adds the
+  superseded ones, marked with what superseded them.
+* ``key`` (the query is a decision key: exact match first, then
+  case-insensitive): the key's timeline, every decision on it and every
+  ratification of one, in event order.
+* ``search`` (anything else): decisions ranked by the ``search`` function, or
+  by the number of query terms they contain (then newest first), each with a
+  few related events: commit links, notes and checkpoints from the same
+  capsule or session or about the same paths, nearest in time first.
+  Superseded decisions are hidden unless ``include_superseded``.
+
+Results are deterministic (orders are fixed by key, ``(time, id)`` and id)
+and show ids as short ids, ``[a1b2c3d4e5f6]``, which ``git edda show`` expands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gitmem.memory.decisions import DecisionState, decision_states
+from gitmem.memory.event import Event
+from gitmem.retrieval.context import decision_line
+from gitmem.retrieval.source import (
+    CURRENT,
+    EventSource,
+    SearchFn,
+    branch_kwargs,
+    branch_name,
+    describe,
+    iso_date,
+    iso_minute,
+    one_line,
+    paths_of,
+    paths_overlap,
+    query_terms,
+    ref,
+    short_id,
+    term_score,
+    visible,
+)
+
+__all__ = ["AskResult", "DecisionView", "RelatedEvent", "TimelineEntry", "ask"]
+
+RELATED_TYPES = ("commit_link", "note", "checkpoint")
+MAX_RELATED = 3
+
+
+@dataclass(frozen=True)
+class RelatedEvent:
+    """An event related to a decision, and how (``capsule``, ``session`` or ``paths``)."""
+
+    id: str
+    type: str
+    time: int
+    text: str
+    relation: str
+
+    def to_json(self) -> dict[str, Any]:
+        """``{id, short_id, type, time, text, relation}``."""
+        return {
+            "id": self.id,
+            "short_id": short_id(self.id),
+            "type": self.type,
+            "time": self.time,
+            "text": self.text,
+            "relation": self.relation,
+        }
+
+
+@dataclass(frozen=True)
+class DecisionView:
+    """A decision as ``ask`` reports it."""
+
+    id: str
+    key: str
+    value: str
+    reason: str
+    time: int
+    agent: str | None
+    status: str  # "binding", "proposed" or "superseded"
+    binding: bool
+    superseded_by: str | None
+    ratified_by: tuple[str, ...]
+    line: str  # the markdown line, without the leading "- "
+    related: tuple[RelatedEvent, ...] = ()
+
+    @classmethod
+    def of(cls, state: DecisionState, related: Sequence[RelatedEvent] = ()) -> DecisionView:
+        """The view of one decision state."""
+        event = state.event
+        return cls(
+            id=event.id,
+            key=state.key,
+            value=str(event.field("value", "")),
+            reason=str(event.field("reason", "") or ""),
+            time=event.time,
+            agent=event.scope.get("agent") or None,
+            status=state.status,
+            binding=state.binding,
+            superseded_by=state.superseded_by,
+            ratified_by=tuple(state.ratified_by),
+            line=f"{ref(event.id)} {decision_line(state)}",
+            related=tuple(related),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The view as JSON-ready data."""
+        return {
+            "id": self.id,
+            "short_id": short_id(self.id),
+            "key": self.key,
+            "value": self.value,
+            "reason": self.reason,
+            "time": self.time,
+            "agent": self.agent,
+            "status": self.status,
+            "binding": self.binding,
+            "superseded_by": self.superseded_by,
+            "ratified_by": list(self.ratified_by),
+            "text": self.line,
+            "related": [r.to_json() for r in self.related],
+        }
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    """One step of a key's timeline: a decision or a ratification."""
+
+    id: str
+    type: str  # "decision" or "ratify"
+    time: int
+    text: str
+    decision: DecisionView | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry as JSON-ready data."""
+        return {
+            "id": self.id,
+            "short_id": short_id(self.id),
+            "type": self.type,
+            "time": self.time,
+            "text": self.text,
+            "decision": self.decision.to_json() if self.decision else None,
+        }
+
+
+@dataclass(frozen=True)
+class AskResult:
+    """What :func:`ask` found; render with :meth:`to_markdown` or :meth:`to_json`."""
+
+    mode: str  # "overview", "key" or "search"
+    query: str | None
+    branch: str | None
+    include_superseded: bool
+    decisions: tuple[DecisionView, ...]
+    timeline: tuple[TimelineEntry, ...] = ()
+    keys: tuple[str, ...] = ()  # key mode: the keys matched
+    hidden: int = 0  # search mode: superseded matches left out
+
+    def to_markdown(self) -> str:
+        """The answer as markdown."""
+        where = f"branch {self.branch}" if self.branch else "detached HEAD"
+        lines: list[str] = []
+        if self.mode == "overview":
+            active = sum(1 for d in self.decisions if d.status != "superseded")
+            old = len(self.decisions) - active
+            title = f"# Decisions on {where}: {active} active"
+            lines.append(title + (f", {old} superseded" if self.include_superseded else ""))
+            lines.append("")
+            lines.extend(f"- {d.line}" for d in self.decisions)
+            if not self.decisions:
+                lines.append("_No decisions recorded._")
+        elif self.mode == "key":
+            keys = ", ".join(f"`{k}`" for k in self.keys)
+            lines.append(f"# Decision timeline of {keys} on {where}")
+            lines.append("")
+            lines.extend(f"- {iso_minute(t.time)} {t.text}" for t in self.timeline)
+        else:
+            lines.append(f"# Decisions matching “{self.query}” on {where}: {len(self.decisions)}")
+            lines.append("")
+            for number, view in enumerate(self.decisions, 1):
+                lines.append(f"{number}. {view.line}")
+                lines.extend(
+                    f"   - {ref(r.id)} {r.text} ({r.relation}, {iso_date(r.time)})"
+                    for r in view.related
+                )
+            if not self.decisions:
+                lines.append("_No decisions match._")
+            if self.hidden:
+                lines.append("")
+                lines.append(
+                    f"_{self.hidden} superseded decision{' also matches' if self.hidden == 1 else 's also match'}"
+                    " (show with --all)._"
+                )
+        return "\n".join(lines) + "\n"
+
+    def to_json(self) -> dict[str, Any]:
+        """The answer as JSON-ready data."""
+        return {
+            "mode": self.mode,
+            "query": self.query,
+            "branch": self.branch,
+            "include_superseded": self.include_superseded,
+            "keys": list(self.keys),
+            "decisions": [d.to_json() for d in self.decisions],
+            "timeline": [t.to_json() for t in self.timeline],
+            "hidden": self.hidden,
+        }
+
+
+def ask(
+    source: EventSource,
+    query: str | None = None,
+    *,
+    include_superseded: bool = False,
+    search: SearchFn | None = None,
+    branch: Any = CURRENT,
+    limit: int = 10,
+) -> AskResult:
+    """Answer a question about decisions on ``branch`` (default: the current one).
+
+    ``limit`` caps the ranked decisions of a free-text query; the overview and
+    a key's timeline are complete.
+    """
+    events = source.events(**branch_kwargs(branch))
+    states = decision_states(events)
+    name = branch_name(source, branch)
+    text = (query or "").strip()
+    if not text:
+        shown = [s for s in states if include_superseded or s.active]
+        shown.sort(key=lambda s: (s.key, s.event.order_key))
+        views = tuple(DecisionView.of(s) for s in shown)
+        return AskResult("overview", None, name, include_superseded, views)
+    keys = sorted({s.key for s in states})
+    matched = [k for k in keys if k == text] or [k for k in keys if k.lower() == text.lower()]
+    if matched:
+        return _timeline(text, name, include_superseded, states, events, matched)
+    return _search(text, name, include_superseded, states, events, search, limit)
+
+
+def _timeline(
+    query: str,
+    branch: str | None,
+    include_superseded: bool,
+    states: list[DecisionState],
+    events: list[Event],
+    keys: list[str],
+) -> AskResult:
+    on_key = {s.event.id: s for s in states if s.key in keys}
+    entries: list[TimelineEntry] = []
+    for event in events:
+        if not visible(event):
+            continue
+        if event.id in on_key:
+            view = DecisionView.of(on_key[event.id])
+            entries.append(TimelineEntry(event.id, "decision", event.time, view.line, view))
+        elif event.type == "ratify" and str(event.field("target", "")) in on_key:
+            who = event.actor or "someone"
+            note = str(event.field("note", "") or "")
+            line = f"{ref(event.id)} ratify: {who} ratified {ref(str(event.field('target')))}"
+            entries.append(
+                TimelineEntry(
+                    event.id,
+                    "ratify",
+                    event.time,
+                    line + (f": {one_line(note, 200)}" if note else ""),
+                )
+            )
+    views = tuple(e.decision for e in entries if e.decision is not None)
+    return AskResult("key", query, branch, include_superseded, views, tuple(entries), tuple(keys))
+
+
+def _search(
+    query: str,
+    branch: str | None,
+    include_superseded: bool,
+    states: list[DecisionState],
+    events: list[Event],
+    search: SearchFn | None,
+    limit: int,
+) -> AskResult:
+    by_id = {s.event.id: s for s in states}
+    if search is not None:
+        ranked: list[DecisionState] = []
+        for event in search(query, max(limit, 1) * 4, ("decision",)):
+            state = by_id.get(event.id)
+            if state is not None and state not in ranked:
+                ranked.append(state)
+    else:
+        terms = query_terms(query)
+        scored = []
+        for state in states:
+            score = _decision_score(terms, state)
+            if score:
+                scored.append((-score, -state.event.time, state.event.id, state))
+        scored.sort(key=lambda row: row[:3])
+        ranked = [row[3] for row in scored]
+    hidden = 0 if include_superseded else sum(1 for s in ranked if not s.active)
+    chosen = [s for s in ranked if include_superseded or s.active][: max(limit, 0)]
+    candidates = [e for e in events if e.type in RELATED_TYPES and visible(e)]
+    views = tuple(DecisionView.of(s, _related(s.event, candidates)) for s in chosen)
+    return AskResult("search", query, branch, include_superseded, views, hidden=hidden)
+
+
+def _decision_score(terms: Sequence[str], state: DecisionState) -> int:
+    """Terms matched anywhere, plus terms matched in the key (counted twice)."""
+    event = state.event
+    fields = [
+        state.key,
+        str(event.field("value", "")),
+        str(event.field("reason", "") or ""),
+        str(event.field("scope", "") or ""),
+        *paths_of(event),
+        *(str(t) for t in event.field("tags", []) or []),
+    ]
+    everything = " ".join(fields).lower()
+    return term_score(terms, everything) + term_score(terms, state.key.lower())
+
+
+def _related(decision: Event, candidates: Sequence[Event]) -> tuple[RelatedEvent, ...]:
+    session = decision.scope.get("session")
+    paths = paths_of(decision)
+    found: list[tuple[int, tuple[int, str], Event, str]] = []
+    for event in candidates:
+        if event.id == decision.id:
+            continue
+        if decision.capsule and event.capsule == decision.capsule:
+            relation = "same capsule"
+        elif session and (
+            event.scope.get("session") == session
+            or (event.type == "commit_link" and event.field("session") == session)
+        ):
+            relation = "same session"
+        elif paths and paths_overlap(paths, paths_of(event)):
+            relation = "same paths"
+        else:
+            continue
+        found.append((abs(event.time - decision.time), event.order_key, event, relation))
+    found.sort(key=lambda row: row[:2])
+    nearest = sorted(found[:MAX_RELATED], key=lambda row: row[1])
+    return tuple(
+        RelatedEvent(e.id, e.type, e.time, describe(e, 160), relation)
+        for _, _, e, relation in nearest
+    )
