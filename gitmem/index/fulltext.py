@@ -3,8 +3,10 @@
 Ranking is Tantivy's BM25; gitmem only decides what to index and builds
 queries. Three fields hold each event's text:
 
-* ``text``: lowercased, ASCII-folded, English-stemmed words (the main match);
-* ``words``: the same words unstemmed, for typo-tolerant fuzzy matching;
+* ``text``: lowercased, ASCII-folded, English-stemmed words without English
+  stop words (the main match);
+* ``words``: the same words unstemmed, for typo-tolerant fuzzy matching of
+  query words the index has never seen;
 * ``cjk``: character bigrams of Chinese, Japanese and Korean runs, which have
   no spaces between words.
 
@@ -26,7 +28,9 @@ from gitmem.index.rows import cjk_grams
 
 FULLTEXT_DIR = "fulltext"
 MAX_WORD = 40  # longer "words" are hashes, base64 or minified code: noise
-FUZZY_WEIGHT = 0.4  # a fuzzy match counts for less than the exact word
+FUZZY_WEIGHT = 0.2  # a fuzzy match (flat score) counts for less than the exact word
+CLOSE_WEIGHT = 0.8  # a vocabulary word within the typo distance, scored by BM25
+CLOSE_TERMS = 3  # at most this many close words per unknown query word
 _HEAP = 64_000_000
 
 
@@ -56,7 +60,10 @@ def _analyzers() -> dict[str, Any]:
         )
 
     return {
-        "gm_stem": base().filter(t.Filter.stemmer("english")).build(),
+        "gm_stem": base()
+        .filter(t.Filter.stopword("english"))
+        .filter(t.Filter.stemmer("english"))
+        .build(),
         "gm_word": base().build(),
         "gm_cjk": t.TextAnalyzerBuilder(t.Tokenizer.whitespace()).build(),
     }
@@ -130,10 +137,18 @@ class FullText:
         clauses: list[tuple[Any, Any]] = []
         for term in sorted(set(self.analyzers["gm_stem"].analyze(text))):
             clauses.append((t.Occur.Should, t.Query.term_query(schema, "text", term)))
+        searcher = self.index.searcher()
         for word in sorted(set(self.analyzers["gm_word"].analyze(text))):
-            if len(word) < 4 or word.isdigit():
+            # Only words the index has never seen may be typos: fuzzy matches
+            # score flat, and for a known word they would add noise, not recall.
+            if len(word) < 4 or word.isdigit() or searcher.doc_freq("words", word):
                 continue
             distance = 2 if len(word) >= 8 else 1
+            # Close words sharing the first two letters are scored by BM25 like
+            # any term; the fuzzy query (flat score) also catches typos there.
+            for term in _close_terms(searcher, word, distance):
+                close = t.Query.term_query(schema, "words", term)
+                clauses.append((t.Occur.Should, t.Query.boost_query(close, CLOSE_WEIGHT)))
             fuzzy = t.Query.fuzzy_term_query(schema, "words", word, distance, True)
             clauses.append((t.Occur.Should, t.Query.boost_query(fuzzy, FUZZY_WEIGHT)))
         for gram in sorted(set(cjk_grams(text))):
@@ -152,6 +167,38 @@ class FullText:
         found = [(str(searcher.doc(addr)["id"][0]), float(score)) for score, addr in hits]
         found.sort(key=lambda hit: (-hit[1], hit[0]))
         return found
+
+
+def _close_terms(searcher: Any, word: str, distance: int) -> list[str]:
+    """Indexed words within ``distance`` edits of ``word`` that share its first
+    two letters: closest first, then the most frequent, then alphabetical."""
+    found = []
+    for term, freq in searcher.terms_with_prefix("words", word[:2]):
+        if abs(len(term) - len(word)) > distance:
+            continue
+        d = edit_distance(word, term, distance)
+        if d <= distance:
+            found.append((d, -freq, term))
+    return [term for _d, _f, term in sorted(found)[:CLOSE_TERMS]]
+
+
+def edit_distance(a: str, b: str, bound: int) -> int:
+    """Optimal-string-alignment distance (a transposition is one edit), or
+    ``bound + 1`` as soon as it must exceed ``bound``."""
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            cost = 0 if ca == cb else 1
+            value = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                value = min(value, previous2[j - 2] + 1)
+            current[j] = value
+        if min(current) > bound:
+            return bound + 1
+        previous2, previous = previous, current
+    return previous[-1]
 
 
 def analyze(text: str) -> Sequence[str]:

@@ -29,7 +29,7 @@ RRF_K = 60
 RELEVANCE_WEIGHT = 0.9
 RECENCY_WEIGHT = 0.1
 HALF_LIFE_DAYS = 30.0
-MIN_COSINE = 0.25  # vector candidates below this are noise for a static embedder
+MIN_COSINE = 0.1  # below this a static embedder's neighbours are noise
 MODES = ("hybrid", "lexical", "vector")
 DAY_US = 86_400_000_000
 
