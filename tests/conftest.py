@@ -16,6 +16,7 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -24,26 +25,32 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-@pytest.fixture(autouse=True)
-def isolated_git(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[None]:
-    """No user or system git config, a fixed identity, no GIT_*/GITMEM_* leaking in."""
-    home = tmp_path_factory.mktemp("home")
+@contextmanager
+def isolated_environment(home: Path) -> Iterator[None]:
+    """No user or system git config, a fixed identity, no GIT_*/GITMEM_* leaking in
+    (also for module-scoped fixtures, which run outside ``isolated_git``)."""
     config = home / ".gitconfig"
     config.write_text(
         "[user]\n\tname = Test User\n\temail = test@example.com\n"
         '[init]\n\tdefaultBranch = main\n[protocol "file"]\n\tallow = always\n'
     )
-    for name in list(os.environ):
-        if name.startswith(("GIT_", "GITMEM_")) or name in ("CLAUDECODE",):
-            monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))
-    yield
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        for name in list(os.environ):
+            if name.startswith(("GIT_", "GITMEM_")) or name in ("CLAUDECODE",):
+                monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HOME", str(home))
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+        monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+        monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+        monkeypatch.setenv("PYTHONPATH", str(ROOT))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def isolated_git(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every test runs with git's identity and config isolated."""
+    with isolated_environment(tmp_path_factory.mktemp("home")):
+        yield
 
 
 def git(repo: Path | str, *args: str, input: str | None = None, check: bool = True) -> str:

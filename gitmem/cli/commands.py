@@ -79,6 +79,15 @@ def _line(event: Event) -> str:
     return f"{event.id[:12]}  {format_time(event.time)}  {event.type:<13} {event.summary(90)}"
 
 
+def check_types(types: list[str] | None) -> None:
+    """A usage error naming the valid types when one is unknown."""
+    for name in types or []:
+        if name not in EVENT_TYPES:
+            raise UsageError(
+                f"unknown event type {name!r}", f"use one of: {', '.join(EVENT_TYPES)}"
+            )
+
+
 def _written(event: Event, what: str) -> Output:
     return Output(
         event.to_json() | {"id": event.id},
@@ -353,11 +362,7 @@ def log(
     common: Common = DEFAULT_COMMON,
 ) -> Output:
     """List events, oldest first (filters combine; repeat an option for OR)."""
-    for name in type or []:
-        if name not in EVENT_TYPES:
-            raise UsageError(
-                f"unknown event type {name!r}", f"use one of: {', '.join(EVENT_TYPES)}"
-            )
+    check_types(type)
     now_us = parse_time(now, wall_us()) if now else wall_us()
     with _open(common) as mem:
         where = EventFilter(
@@ -656,3 +661,7 @@ def status(*, common: Common = DEFAULT_COMMON) -> Output:
 
 
 __all__ = ["Output", "app"]
+
+
+# The retrieval commands register themselves on ``app``.
+from gitmem.cli import retrieve as _retrieve  # noqa: E402, F401

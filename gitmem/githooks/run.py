@@ -159,6 +159,8 @@ def post_checkout(location: RepoLocation, args: list[str]) -> None:
         return  # a file checkout
     branch = head_branch(location)
     if branch is None or ref_exists(location, layout.branch_ref(branch)):
+        if has_memory(location):
+            _run_job(location, "index")  # memory may have moved since the last query
         return
     from gitmem.branches.intents import write_intent
 

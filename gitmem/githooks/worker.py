@@ -1,7 +1,10 @@
 """Background work started by git hooks, with the full library loaded.
 
 ``python -m gitmem.githooks.worker apply REPO``
-    apply pending hook intents (forks, merges) and flush the capture spool;
+    apply pending hook intents (forks, merges), flush the capture spool and
+    refresh the search indexes;
+``python -m gitmem.githooks.worker index REPO``
+    refresh the search indexes (post-checkout of an existing branch);
 ``python -m gitmem.githooks.worker push REPO REMOTE``
     push memory to REMOTE (pre-push), never prompting for credentials.
 
@@ -12,6 +15,7 @@ status is only for that log, nobody waits for it.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 
 def run_job(job: str, repo: str, *args: str) -> str:
@@ -22,11 +26,30 @@ def run_job(job: str, repo: str, *args: str) -> str:
         if job == "apply":
             merges = memory.apply_intents()
             flushed = memory.flush()
-            return f"applied intents ({len(merges)} memory merge(s)), flushed {flushed.events} event(s)"
+            return (
+                f"applied intents ({len(merges)} memory merge(s)), flushed {flushed.events}"
+                f" event(s); {_refresh_index(memory)}"
+            )
+        if job == "index":
+            return _refresh_index(memory)
         if job == "push":
             report = memory.sync(args[0] if args else None, pull=False, prompt=False)
             return f"pushed memory to {report.remote}: {len(report.pushed)} ref(s)"
     raise ValueError(f"unknown job {job!r}")
+
+
+def _refresh_index(memory: Any) -> str:
+    """Refresh the sidecar indexes unless another process is already at it
+    (``edda.indexOnHooks=false`` turns this off)."""
+    from gitmem.index.refresh import try_refresh
+    from gitmem.storage.gitconfig import get_bool
+
+    if not get_bool(memory.config, "edda.indexOnHooks", True):
+        return "index refresh off (edda.indexOnHooks)"
+    report = try_refresh(memory, wait=0.0)
+    if report is None:
+        return "index: another process is refreshing it"
+    return f"index {report.mode}: {report.events} events"
 
 
 def main(argv: list[str]) -> int:

@@ -53,10 +53,14 @@ class VectorSync:
     def run(
         self, new: list[dict[str, Any]], redacted: list[dict[str, Any]], *, enabled: bool
     ) -> None:
+        self.manifest.embed_error = None
         try:
             embedder = open_embedder(self.mem, self.root) if enabled else None
+            if enabled and embedder is None:
+                self.manifest.embed_error = "disabled (edda.embed.provider=none)"
         except GitmemError as exc:
             self.report.warnings.append(f"embeddings disabled: {exc}")
+            self.manifest.embed_error = str(exc)
             embedder = None
         if embedder is None:
             if redacted and self.path.exists():
@@ -93,6 +97,7 @@ class VectorSync:
             self.manifest.unembedded = 0
         except GitmemError as exc:
             self.report.warnings.append(f"vectors not updated: {exc}")
+            self.manifest.embed_error = str(exc)
             self.manifest.unembedded += len(new)
 
     def _unembedded(self, vectors: Vectors) -> list[tuple[int, str]]:

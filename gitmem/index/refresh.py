@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitmem.errors import ConflictError
+from gitmem.index import compute as pc
 from gitmem.index import table as tables
 from gitmem.index.rows import event_text, paths_of
 from gitmem.storage import layout
@@ -69,6 +70,7 @@ class Manifest:
     model: str | None = None  # the embedder whose vectors vectors.usearch holds
     dim: int | None = None
     unembedded: int = 0  # rows with text but no vector yet (embedding failed or disabled)
+    embed_error: str | None = None  # why the last embedding failed; queries then do not retry
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -123,11 +125,14 @@ class RefreshReport:
         return asdict(self)
 
 
-def is_fresh(location: RepoLocation, manifest: Manifest | None) -> bool:
-    """True when the manifest reflects the current memory tips (stdlib only)."""
+def is_fresh(location: RepoLocation, manifest: Manifest | None, *, vectors: bool = True) -> bool:
+    """True when the manifest reflects the current memory tips (stdlib only)
+    and, with ``vectors``, every text has a vector or embedding failed last time."""
     from gitmem.index.refs import memory_tips
 
     if manifest is None:
+        return False
+    if vectors and manifest.unembedded and manifest.embed_error is None:
         return False
     tips = memory_tips(location)
     payloads = tips.pop(layout.PAYLOAD_REF, None)
@@ -188,9 +193,10 @@ class _Builder:
             return self._full(tips, payloads, f"unreadable sidecar ({exc})")
         if tips == manifest.tips and payloads == manifest.payloads:
             report = RefreshReport("none", events=manifest.events)
-            before = (manifest.model, manifest.dim, manifest.unembedded)
+            before = (manifest.model, manifest.dim, manifest.unembedded, manifest.embed_error)
             self._vectors(state, manifest, report, new_texts=[])
-            if before != (manifest.model, manifest.dim, manifest.unembedded) or report.vectors:
+            after = (manifest.model, manifest.dim, manifest.unembedded, manifest.embed_error)
+            if before != after or report.vectors:
                 self._commit(state, manifest, tips, payloads, report)
             return report
         report = RefreshReport("incremental")
@@ -451,13 +457,12 @@ class _State:
         return set(self.members.column("commit").to_pylist())
 
     def commits_of(self, ref: str) -> set[str]:
-        import pyarrow.compute as pc
 
         mask = pc.equal(self.members.column("ref"), ref)
-        return set(self.members.filter(mask).column("commit").to_pylist())
+        return set(pc.filter(self.members, mask).column("commit").to_pylist())
 
     def _rows(self, mask: Any) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = self.events.filter(mask).to_pylist()
+        rows: list[dict[str, Any]] = pc.filter(self.events, mask).to_pylist()
         for row in rows:
             row["was_missing"] = row["missing"]
             row["_key64"] = row["key64"]
@@ -467,14 +472,12 @@ class _State:
         return self._rows(self.events.column("missing"))
 
     def redaction_targets(self) -> set[str]:
-        import pyarrow.compute as pc
 
-        rows = self.events.filter(pc.equal(self.events.column("type"), "redaction"))
+        rows = pc.filter(self.events, pc.equal(self.events.column("type"), "redaction"))
         return {t for t in rows.column("target").to_pylist() if t}
 
     def unredacted_rows(self, ids: set[str]) -> list[dict[str, Any]]:
         import pyarrow as pa
-        import pyarrow.compute as pc
 
         if not ids:
             return []
@@ -483,9 +486,8 @@ class _State:
 
     def text_rows(self) -> Iterator[tuple[str, int, str]]:
         """(id, key64, text) of every row with text."""
-        import pyarrow.compute as pc
 
-        rows = self.events.filter(pc.not_equal(self.events.column("text"), ""))
+        rows = pc.filter(self.events, pc.not_equal(self.events.column("text"), ""))
         ids = rows.column("id").to_pylist()
         keys = rows.column("key64").to_pylist()
         texts = rows.column("text").to_pylist()
@@ -499,7 +501,6 @@ class _State:
         members: list[dict[str, Any]],
     ) -> None:
         import pyarrow as pa
-        import pyarrow.compute as pc
 
         schema = tables.event_schema()
         for row in [*new_rows, *replaced]:
@@ -507,7 +508,7 @@ class _State:
         events = self.events
         if replaced:
             drop = pc.is_in(events.column("id"), value_set=pa.array([r["id"] for r in replaced]))
-            events = events.filter(pc.invert(drop))
+            events = pc.filter(events, pc.invert(drop))
         if new_rows or replaced:
             added = tables.from_rows([*new_rows, *replaced], schema)
             events = tables.sort_events(pa.concat_tables([events, added]))

@@ -18,6 +18,7 @@ from typing import Any
 
 from gitmem.capture.sealer import _UNSET
 from gitmem.errors import AmbiguousIdError, NotFoundError, UsageError
+from gitmem.index import compute as pc
 from gitmem.index import table as tables
 from gitmem.index.refresh import (
     LOCK_TIMEOUT,
@@ -70,6 +71,7 @@ class IndexView:
         self._fulltext: Any = None
         self._vectors: Any = None
         self._ids: dict[str, int] | None = None
+        self._embedder: Any = _UNSET
 
     @classmethod
     def open(
@@ -92,7 +94,7 @@ class IndexView:
         manifest = read_manifest(root)
         report = None
         stale = False
-        if refresh and (_pending_work(location) or not is_fresh(location, manifest)):
+        if refresh and (_pending_work(location) or not is_fresh(location, manifest, vectors=embed)):
             from gitmem.index.refresh import try_refresh
             from gitmem.memory.api import Memory
 
@@ -141,6 +143,15 @@ class IndexView:
                 self._vectors = Vectors(path, self.manifest.dim, view=True)
         return self._vectors
 
+    @property
+    def embedder(self) -> Any:
+        """The configured query embedder, loaded once per view (None: vectors disabled)."""
+        if self._embedder is _UNSET:
+            from gitmem.embed import get_embedder
+
+            self._embedder = get_embedder(self.config, stamp_dir=self.root)
+        return self._embedder
+
     # rows -> events ---------------------------------------------------------------------
     def rows_to_events(self, rows: Any) -> list[Event]:
         """Events from a (filtered) slice of the events table, in its order."""
@@ -172,18 +183,18 @@ class IndexView:
 
     def events_by_id(self, ids: Sequence[str]) -> dict[str, Event]:
         import pyarrow as pa
-        import pyarrow.compute as pc
 
         if not ids:
             return {}
-        rows = self.table.filter(pc.is_in(self.table.column("id"), value_set=pa.array(list(ids))))
+        rows = pc.filter(
+            self.table, pc.is_in(self.table.column("id"), value_set=pa.array(list(ids)))
+        )
         return {e.id: e for e in self.rows_to_events(rows)}
 
     # selection ------------------------------------------------------------------------
     def _commits(self, ref: str) -> Any:
-        import pyarrow.compute as pc
 
-        return self.members.filter(pc.equal(self.members.column("ref"), ref)).column("commit")
+        return pc.filter(self.members, pc.equal(self.members.column("ref"), ref)).column("commit")
 
     def _own_ref(self, branch: str | None) -> str | None:
         ref = layout.branch_ref(branch)
@@ -201,7 +212,6 @@ class IndexView:
     def pool_mask(self, branch: Any = _UNSET, trunk: str | None = None) -> Any:
         """The rows a branch sees: its own chain, plus what it follows from the trunk."""
         import pyarrow as pa
-        import pyarrow.compute as pc
 
         from gitmem.memory.api import TRUNK_TYPES
 
@@ -246,7 +256,6 @@ class IndexView:
         """A boolean mask over the events table: the columns a filter can be
         checked on (the rest, tags and paths globs, is checked per event)."""
         import pyarrow as pa
-        import pyarrow.compute as pc
 
         t = self.table
         mask = (
@@ -258,7 +267,7 @@ class IndexView:
             return mask
 
         def member(column: str, values: Sequence[str]) -> Any:
-            return pc.fill_null(pc.is_in(t.column(column), value_set=pa.array(list(values))), False)
+            return pc.false_if_null(pc.is_in(t.column(column), value_set=pa.array(list(values))))
 
         if where.types:
             mask = pc.and_(mask, member("type", where.types))
@@ -290,8 +299,9 @@ class IndexView:
         trunk: str | None = None,
     ) -> list[Event]:
         """Events in (time, id) order, as :meth:`Memory.events` selects them."""
+
         mask = self.filter_mask(where, branch=branch, all_branches=all_branches, trunk=trunk)
-        rows = self.table.filter(mask)
+        rows = pc.filter(self.table, mask)
         if where is None or not (where.tags or where.paths):
             if limit:
                 rows = rows.slice(max(0, rows.num_rows - limit))

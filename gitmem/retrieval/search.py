@@ -22,6 +22,7 @@ from typing import Any
 
 from gitmem.capture.sealer import _UNSET
 from gitmem.errors import UsageError
+from gitmem.index import compute as pc
 from gitmem.memory.event import Event
 from gitmem.memory.query import EventFilter
 
@@ -99,14 +100,14 @@ def recency(event_time: int, now: int) -> float:
 def _allowed(view: Any, where: EventFilter | None, branch: Any, all_branches: bool) -> Any:
     """The rows the filters allow, as a table slice (id, key64 and what the
     per-event checks need)."""
+    import pyarrow as pa
+
     mask = view.filter_mask(where, branch=branch, all_branches=all_branches)
-    rows = view.table.filter(mask)
+    rows = pc.filter(view.table, mask)
     if where is not None and (where.tags or where.paths):
         keep = [e.id for e in view.rows_to_events(rows) if where.matches(e)]
-        import pyarrow as pa
-        import pyarrow.compute as pc
 
-        rows = rows.filter(pc.is_in(rows.column("id"), value_set=pa.array(keep, pa.string())))
+        rows = pc.filter(rows, pc.is_in(rows.column("id"), value_set=pa.array(keep, pa.string())))
     return rows
 
 
@@ -178,9 +179,7 @@ def _vector(
         )
         return []
     if embedder is None:
-        from gitmem.embed import get_embedder
-
-        embedder = get_embedder(view.config, stamp_dir=view.root)
+        embedder = view.embedder
     if embedder is None or embedder.model_id != view.manifest.model:
         result.warnings.append(
             "the vector index was built by another embedding model: "
@@ -236,12 +235,11 @@ def _fuse(
 def _provenance(view: Any, hits: list[Hit]) -> None:
     """Where each hit comes from: memory commit and branch, capsule, and the
     code commit linked in the same capsule or session at or after it."""
-    import pyarrow.compute as pc
 
     if not hits:
         return
     t = view.table
-    links = t.filter(pc.equal(t.column("type"), "commit_link")).select(
+    links = pc.filter(t, pc.equal(t.column("type"), "commit_link")).select(
         ["time", "id", "session", "capsule", "body"]
     )
     link_rows = links.to_pylist()

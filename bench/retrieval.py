@@ -1,0 +1,267 @@
+"""Benchmark retrieval on a generated store, and print the figures.
+
+    python bench/retrieval.py [--events 100000] [--queries 50] [--cold 10]
+
+In a fresh temporary repository holding N generated events (notes,
+observations, decisions, learnings, checkpoints over 1,000 sessions and a
+year of time):
+
+* index build: events table + full text, then the embeddings and vector
+  index separately (each in a fresh process, with its peak RSS);
+* incremental refresh after 100 new events, embeddings included;
+* search latency in-process with warm indexes (hot), p50/p95;
+* search as a fresh ``git edda search`` process (cold), p50/p95;
+* ``git edda context QUERY --budget 2000`` as a fresh process;
+* sidecar sizes.
+
+Targets on a 2-core machine: hot search p50 <= 10 ms, cold CLI search p50 <=
+400 ms, cold context pack <= 500 ms, incremental refresh of 100 events <= 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchenv import isolated_env, machine  # noqa: E402
+
+QUERIES = [
+    "connection pool exhausted under load",
+    "flaky test timezone",
+    "why did we pick postgres",
+    "retry with backoff on the payment webhook",
+    "cache invalidation bug",
+    "deploy failed on kubernetes",
+    "jwt token refresh",
+    "slow query in the reports page",
+    "memory leak in the worker",
+    "migrate the schema",
+]
+
+GENERATE = r"""
+import random, sys
+from gitmem.memory.api import Memory
+from gitmem.capture.sealer import Draft
+
+n, seed, start_us = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+rng = random.Random(seed)
+nouns = ("pool connection cache token session query index worker queue webhook payment "
+         "schema migration test fixture timezone deploy cluster pod container memory leak "
+         "latency request handler router config secret retry backoff lock transaction "
+         "report page export import parser tokenizer build pipeline release branch merge").split()
+verbs = ("fails breaks times out leaks retries blocks slows crashes hangs drops "
+         "returns rejects corrupts duplicates skips").split()
+tools = ["Bash", "Edit", "Read", "Grep", "Write"]
+files = [f"src/{a}/{b}.py" for a in ("db", "api", "auth", "jobs", "web", "core") for b in nouns[:12]]
+def sentence():
+    w = rng.sample(nouns, 4)
+    return f"the {w[0]} {rng.choice(verbs)} when the {w[1]} {w[2]} is {rng.choice(['full','stale','missing','slow','large'])}; check {w[3]}"
+drafts = []
+year = 365 * 86400 * 10**6
+for i in range(n):
+    t = start_us + int(i * year / n)
+    session = f"s{i * 1000 // n:04d}"
+    r = rng.random()
+    if r < 0.6:
+        d = Draft("observation", {"kind": "tool_call", "tool": rng.choice(tools),
+                  "input": f"{rng.choice(['pytest', 'git', 'grep', 'ruff'])} {rng.choice(files)}",
+                  "result": sentence(), "files": [rng.choice(files)]}, session=session, time=t)
+    elif r < 0.8:
+        d = Draft("note", {"text": sentence() + ". " + sentence(), "paths": [rng.choice(files)]},
+                  session=session, time=t)
+    elif r < 0.85:
+        d = Draft("decision", {"key": f"{rng.choice(nouns)}.{rng.choice(nouns)}",
+                  "value": str(rng.randint(1, 100)), "reason": sentence()}, session=session, time=t)
+    elif r < 0.95:
+        d = Draft("learning", {"text": sentence(), "paths": [rng.choice(files)]},
+                  session=session, time=t)
+    else:
+        d = Draft("checkpoint", {"summary": sentence(), "next": sentence()},
+                  session=session, time=t)
+    drafts.append(d)
+with Memory.open(sys.argv[1]) as m:
+    for s in range(0, n, 5000):
+        m.append_many(drafts[s:s + 5000])
+"""
+
+PHASE = r"""
+import json, resource, sys, time
+from gitmem.memory.api import Memory
+from gitmem.index.refresh import refresh
+start = time.perf_counter()
+with Memory.open(sys.argv[1]) as m:
+    report = refresh(m, rebuild=sys.argv[2] == "rebuild", embed=sys.argv[3] == "embed")
+took = time.perf_counter() - start
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"seconds": took, "rss_mb": rss, "report": report.to_json()}))
+"""
+
+HOT = r"""
+import json, statistics, sys, time
+from gitmem.index.view import IndexView
+from gitmem.retrieval.search import search
+queries = json.loads(sys.argv[2])
+view = IndexView.open(sys.argv[1])
+for q in queries[:3]:
+    search(view, q, now=1)  # warm: first use opens the full-text reader and embedder
+times = []
+for q in queries:
+    t = time.perf_counter()
+    search(view, q, limit=10, now=1)
+    times.append((time.perf_counter() - t) * 1000)
+print(json.dumps(times))
+"""
+
+
+def _py(code: str, *args: str, env: dict[str, str]) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        raise SystemExit(proc.stderr)
+    return proc.stdout
+
+
+def _timed_cli(repo: Path, env: dict[str, str], *args: str) -> float:
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "gitmem.cli.main", *args],
+        cwd=repo,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    return (time.perf_counter() - start) * 1000
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--cold", type=int, default=10)
+    args = parser.parse_args()
+    rng = random.Random(7)
+    queries = [
+        rng.choice(QUERIES) + f" {rng.choice(['', 'again', 'today'])}" for _ in range(args.queries)
+    ]
+    rows: list[tuple[str, str]] = []
+    with tempfile.TemporaryDirectory(
+        prefix="gitmem-bench-retrieval-", ignore_cleanup_errors=True
+    ) as tmp:
+        base = Path(tmp)
+        env = isolated_env(base)
+        repo = base / "repo"
+        repo.mkdir()
+        subprocess.run(["git", "init", "-q"], cwd=repo, env=env, check=True)
+        subprocess.run(
+            ["git", "commit", "-q", "--allow-empty", "-m", "i"], cwd=repo, env=env, check=True
+        )
+        start_us = 1_735_689_600_000_000  # 2025-01-01
+        t = time.perf_counter()
+        _py(GENERATE, str(repo), str(args.events), "1", str(start_us), env=env)
+        rows.append(
+            (f"generate {args.events} events (not a target)", f"{time.perf_counter() - t:.1f} s")
+        )
+
+        build = json.loads(_py(PHASE, str(repo), "rebuild", "no-embed", env=env))
+        rows.append(
+            (
+                "index build: table + full text",
+                f"{build['seconds']:.1f} s, peak RSS {build['rss_mb']:.0f} MB",
+            )
+        )
+        vec = json.loads(_py(PHASE, str(repo), "refresh", "embed", env=env))
+        rows.append(
+            (
+                "index build: embeddings + vector index",
+                f"{vec['seconds']:.1f} s ({vec['report']['embedded']} distinct texts), peak RSS {vec['rss_mb']:.0f} MB",
+            )
+        )
+        _py(GENERATE, str(repo), "100", "2", str(start_us + 366 * 86400 * 10**6), env=env)
+        inc = json.loads(_py(PHASE, str(repo), "refresh", "embed", env=env))
+        rows.append(
+            (
+                "incremental refresh, 100 new events (incl. embeddings)",
+                f"{inc['report']['seconds'] * 1000:.0f} ms in refresh, {inc['seconds'] * 1000:.0f} ms with open",
+            )
+        )
+        hot = json.loads(_py(HOT, str(repo), json.dumps(queries), env=env))
+        rows.append(
+            (
+                "search, hot (in-process) p50 / p95",
+                f"{_pct(hot, 0.5):.1f} / {_pct(hot, 0.95):.1f} ms",
+            )
+        )
+        cold = [
+            _timed_cli(repo, env, "search", queries[i % len(queries)], "--now", "2026-01-01")
+            for i in range(args.cold)
+        ]
+        rows.append(
+            (
+                "search, cold CLI process p50 / p95",
+                f"{_pct(cold, 0.5):.0f} / {_pct(cold, 0.95):.0f} ms",
+            )
+        )
+        ctx = [
+            _timed_cli(
+                repo,
+                env,
+                "context",
+                queries[i % len(queries)],
+                "--budget",
+                "2000",
+                "--now",
+                "2026-01-01",
+            )
+            for i in range(args.cold)
+        ]
+        rows.append(
+            (
+                "context pack, cold CLI process p50 / p95",
+                f"{_pct(ctx, 0.5):.0f} / {_pct(ctx, 0.95):.0f} ms",
+            )
+        )
+        index = repo / ".git" / "edda" / "index"
+        manifest = json.loads((index / "manifest.json").read_text())
+        gen = index / manifest["generation"]
+        sizes = {
+            "events.arrow": _size(gen / "events.arrow"),
+            "members.arrow": _size(gen / "members.arrow"),
+            "full text": _size(gen / manifest["fulltext"]),
+            "vectors.usearch": _size(gen / "vectors.usearch"),
+            "embedding cache": _size(index / "embeddings"),
+        }
+        rows.append(
+            ("sidecar sizes", ", ".join(f"{k} {v / 2**20:.1f} MB" for k, v in sizes.items()))
+        )
+    print(f"retrieval benchmark: {args.events} events, {machine()}")
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        print(f"  {name:<{width}}  {value}")
+    print(f"  (median of hot searches: {statistics.median(hot):.1f} ms over {len(hot)} queries)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
