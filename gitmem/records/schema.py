@@ -140,10 +140,57 @@ def generate() -> dict[str, bytes]:
                 "time": 0,
             },
             "attachment_min_bytes": layout.ATTACHMENT_MIN_BYTES,
-            "state_dir": "<git common dir>/edda: spool/, clock, lock, purge-list, log/",
+            "state_dir": "<git common dir>/edda: spool/, clock, lock, purge-list, log/, index/",
         }
     )
+    files.update(_index_formats())
     return files
+
+
+def _index_formats() -> dict[str, bytes]:
+    """The derived sidecar indexes (never the source of truth, but still read back)."""
+    from gitmem.index import fulltext, table, vectors
+    from gitmem.index.refresh import INDEX_DIR, INDEX_VERSION, MANIFEST, Manifest
+
+    manifest = _schema(
+        Manifest,
+        "gitmem index manifest",
+        f"<git common dir>/edda/{INDEX_DIR}/{MANIFEST}: the memory tips the sidecar "
+        "indexes reflect; written last and atomically. Any other version is rebuilt.",
+    )
+
+    def arrow(schema: object) -> list[dict[str, object]]:
+        return [
+            {"name": f.name, "type": str(f.type), "nullable": f.nullable}
+            for f in schema  # type: ignore[attr-defined]
+        ]
+
+    layout_doc = {
+        "version": INDEX_VERSION,
+        "root": f"<git common dir>/edda/{INDEX_DIR}/",
+        "files": {
+            MANIFEST: "index-manifest.v1.schema.json",
+            "lock": "flock held by the one process building",
+            "g-<time>-<hex>/": "one generation; the manifest names the current one",
+            f"g-*/{table.EVENTS_FILE}": "Arrow IPC file, one row per event sorted by (time, id)",
+            f"g-*/{table.MEMBERS_FILE}": "Arrow IPC file, (ref, commit): which chain reaches which memory commit",
+            f"g-*/{fulltext.FULLTEXT_DIR}-<hex>/": "Tantivy index directory",
+            f"g-*/{vectors.VECTORS_FILE}": "usearch index: metric cos, dtype i8, key = int(id[:16], 16)",
+            "embeddings/<model slug>/": "embedding cache: meta.json, digests.<g>.bin (32-byte sha256 of the text), vectors.<g>.f16",
+        },
+        "events_table": arrow(table.event_schema()),
+        "members_table": arrow(table.member_schema()),
+        "fulltext_fields": {
+            "id": "raw, stored",
+            "text": "simple tokenizer, remove_long(40), lowercase, ascii_fold, English stop words, English stemmer",
+            "words": "simple tokenizer, remove_long(40), lowercase, ascii_fold (typo matching)",
+            "cjk": "character bigrams of CJK runs, whitespace tokenizer",
+        },
+    }
+    return {
+        "index-manifest.v1.schema.json": _dump(manifest),
+        "index-layout.v1.json": _dump(layout_doc),
+    }
 
 
 def diff(directory: Path) -> list[str]:
