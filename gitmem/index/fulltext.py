@@ -39,6 +39,7 @@ class TextDoc:
     """What the full-text index holds of one event."""
 
     id: str
+    key: int  # key64 of the id
     text: str
 
 
@@ -73,6 +74,7 @@ def _schema() -> Any:
     t = _tantivy()
     builder = t.SchemaBuilder()
     builder.add_text_field("id", stored=True, tokenizer_name="raw", index_option="basic")
+    builder.add_unsigned_field("key", stored=True)  # the event's key64: rows are found by it
     builder.add_text_field("text", tokenizer_name="gm_stem")
     builder.add_text_field("words", tokenizer_name="gm_word", index_option="basic")
     builder.add_text_field("cjk", tokenizer_name="gm_cjk")
@@ -108,6 +110,7 @@ class FullText:
                 writer.delete_documents_by_term("id", doc.id)
                 document = t.Document()
                 document.add_text("id", doc.id)
+                document.add_unsigned("key", doc.key)
                 document.add_text("text", doc.text)
                 document.add_text("words", doc.text)
                 grams = cjk_grams(doc.text)
@@ -159,13 +162,24 @@ class FullText:
 
     def search(self, text: str, limit: int, *, advanced: bool = False) -> list[tuple[str, float]]:
         """(event id, BM25 score) best first, ties by id; [] when nothing is searchable."""
+        return [
+            (eid, score) for _key, eid, score in self.search_keys(text, limit, advanced=advanced)
+        ]
+
+    def search_keys(
+        self, text: str, limit: int, *, advanced: bool = False
+    ) -> list[tuple[int, str, float]]:
+        """(key64, event id, BM25 score) best first, ties by id."""
         query = self._query(text, advanced)
         if query is None or limit <= 0:
             return []
         searcher = self.index.searcher()
         hits = searcher.search(query, limit, count=False).hits
-        found = [(str(searcher.doc(addr)["id"][0]), float(score)) for score, addr in hits]
-        found.sort(key=lambda hit: (-hit[1], hit[0]))
+        found = []
+        for score, addr in hits:
+            doc = searcher.doc(addr)
+            found.append((int(doc["key"][0]), str(doc["id"][0]), float(score)))
+        found.sort(key=lambda hit: (-hit[2], hit[1]))
         return found
 
 

@@ -44,7 +44,7 @@ from gitmem.storage.locate import RepoLocation
 if TYPE_CHECKING:
     from gitmem.memory.api import Memory
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2  # 2: full-text documents carry key64
 INDEX_DIR = "index"
 MANIFEST = "manifest.json"
 LOCK_TIMEOUT = 600.0
@@ -411,7 +411,7 @@ def _docs(rows: list[dict[str, Any]]) -> Iterator[Any]:
     from gitmem.index.fulltext import TextDoc
 
     for row in rows:
-        yield TextDoc(row["id"], row["text"])
+        yield TextDoc(row["id"], row["_key64"], row["text"])
 
 
 class _State:
@@ -536,7 +536,7 @@ class _State:
         chunk = 20000
         for start in range(0, len(rows), chunk):
             part = rows[start : start + chunk]
-            fulltext.update(TextDoc(i, t) for i, _k, t in part)
+            fulltext.update(TextDoc(i, k, t) for i, k, t in part)
             progress("full-text index", min(start + chunk, len(rows)), len(rows))
         if not rows:
             fulltext.update([])

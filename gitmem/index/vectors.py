@@ -69,22 +69,31 @@ class Vectors:
         os.replace(tmp, self.path)
 
     def search(
-        self, query: Any, limit: int, allowed: set[int] | None = None
+        self,
+        query: Any,
+        limit: int,
+        allowed: Sequence[int] | None = None,
     ) -> list[tuple[int, float]]:
-        """(key, cosine similarity) best first; ``allowed`` restricts the keys."""
+        """(key, cosine similarity) best first, ties by key.
+
+        ``allowed`` restricts the keys; when it is small the allowed vectors are
+        scored exactly, else the approximate search widens until enough of its
+        results are allowed.
+        """
         import numpy as np
 
         if limit <= 0 or len(self.index) == 0:
             return []
         if allowed is not None and len(allowed) <= EXACT_LIMIT:
             return self._exact(query, sorted(allowed), limit)
+        permitted = None if allowed is None else set(allowed)
         count = min(len(self.index), max(limit * 4, 64))
         while True:
             result = self.index.search(np.asarray(query, dtype=np.float32), count)
             pairs = [
                 (int(k), 1.0 - float(d))
                 for k, d in zip(result.keys, result.distances, strict=True)
-                if allowed is None or int(k) in allowed
+                if permitted is None or int(k) in permitted
             ]
             if len(pairs) >= limit or count >= len(self.index):
                 break

@@ -72,6 +72,8 @@ class IndexView:
         self._vectors: Any = None
         self._ids: dict[str, int] | None = None
         self._embedder: Any = _UNSET
+        self._key_sort: Any = None
+        self._links: list[tuple[int, str | None, str | None, str | None]] | None = None
 
     @classmethod
     def open(
@@ -175,6 +177,40 @@ class IndexView:
                 )
             )
         return out
+
+    def rows_for_keys(self, keys: Sequence[int]) -> list[int | None]:
+        """Row positions of events by key64 (None for keys not in the table)."""
+        import numpy as np
+
+        if self._key_sort is None:
+            column = self.table.column("key64")
+            values = (
+                np.concatenate([c.to_numpy(zero_copy_only=False) for c in column.chunks])
+                if column.num_chunks
+                else np.zeros(0, dtype=np.uint64)
+            )
+            order = np.argsort(values, kind="stable")
+            self._key_sort = (values[order], order)
+        ordered, order = self._key_sort
+        if not len(keys) or not len(ordered):
+            return [None] * len(keys)
+        wanted = np.asarray(keys, dtype=np.uint64)
+        at = np.minimum(np.searchsorted(ordered, wanted), len(ordered) - 1)
+        found = ordered[at] == wanted
+        return [int(order[i]) if ok else None for i, ok in zip(at, found, strict=True)]
+
+    def commit_links(self) -> list[tuple[int, str | None, str | None, str | None]]:
+        """(time, session, capsule, sha) of every commit_link event, in order."""
+        if self._links is None:
+            rows = pc.filter(self.table, pc.equal(self.table.column("type"), "commit_link"))
+            cols = rows.select(["time", "session", "capsule", "body"]).to_pydict()
+            self._links = [
+                (t, s, c, json.loads(b).get("sha") if b else None)
+                for t, s, c, b in zip(
+                    cols["time"], cols["session"], cols["capsule"], cols["body"], strict=True
+                )
+            ]
+        return self._links
 
     def row_index(self) -> dict[str, int]:
         if self._ids is None:

@@ -22,7 +22,6 @@ from typing import Any
 
 from gitmem.capture.sealer import _UNSET
 from gitmem.errors import UsageError
-from gitmem.index import compute as pc
 from gitmem.memory.event import Event
 from gitmem.memory.query import EventFilter
 
@@ -98,17 +97,27 @@ def recency(event_time: int, now: int) -> float:
 
 
 def _allowed(view: Any, where: EventFilter | None, branch: Any, all_branches: bool) -> Any:
-    """The rows the filters allow, as a table slice (id, key64 and what the
-    per-event checks need)."""
-    import pyarrow as pa
+    """A numpy mask of the rows the filters allow, or None when every row is allowed."""
+    import numpy as np
+
+    from gitmem.memory.query import path_matches
 
     mask = view.filter_mask(where, branch=branch, all_branches=all_branches)
-    rows = pc.filter(view.table, mask)
+    chunks = mask.chunks if hasattr(mask, "chunks") else [mask]
+    allowed = (
+        np.concatenate([c.to_numpy(zero_copy_only=False) for c in chunks])
+        if chunks
+        else np.zeros(view.table.num_rows, dtype=bool)
+    )
     if where is not None and (where.tags or where.paths):
-        keep = [e.id for e in view.rows_to_events(rows) if where.matches(e)]
-
-        rows = pc.filter(rows, pc.is_in(rows.column("id"), value_set=pa.array(keep, pa.string())))
-    return rows
+        rows = np.nonzero(allowed)[0]
+        picked = view.table.take(rows).select(["tags", "paths"]).to_pydict()
+        for row, tags, paths in zip(rows, picked["tags"], picked["paths"], strict=True):
+            ok = not where.tags or bool(set(where.tags) & set(tags or ()))
+            if ok and where.paths:
+                ok = any(path_matches(p, pattern) for p in paths or () for pattern in where.paths)
+            allowed[row] = ok
+    return None if allowed.all() else allowed
 
 
 def search(
@@ -140,16 +149,17 @@ def search(
     if not query.strip():
         return result
     pool = candidates or max(limit * 5, 50)
-    rows = _allowed(view, where, branch, all_branches)
-    if rows.num_rows == 0:
+    if view.table.num_rows == 0:
         return result
-    allowed_ids = set(rows.column("id").to_pylist())
-    lexical: list[tuple[str, float]] = []
-    vector: list[tuple[str, float]] = []
+    allowed = _allowed(view, where, branch, all_branches)
+    if allowed is not None and not allowed.any():
+        return result
+    lexical: list[tuple[int, float]] = []
+    vector: list[tuple[int, float]] = []
     if mode in ("hybrid", "lexical"):
-        lexical = _lexical(view, query, pool, allowed_ids, advanced)
+        lexical = _lexical(view, query, pool, allowed, advanced)
     if mode in ("hybrid", "vector"):
-        vector = _vector(view, query, pool, rows, result, embedder)
+        vector = _vector(view, query, pool, allowed, result, embedder)
     result.lexical_candidates = len(lexical)
     result.vector_candidates = len(vector)
     result.hits = _fuse(view, lexical, vector, now, limit, mode)
@@ -158,20 +168,29 @@ def search(
 
 
 def _lexical(
-    view: Any, query: str, pool: int, allowed: set[str], advanced: bool
-) -> list[tuple[str, float]]:
+    view: Any, query: str, pool: int, allowed: Any, advanced: bool
+) -> list[tuple[int, float]]:
+    """(row, BM25) of the best allowed full-text matches."""
     want = pool * 4
     while True:
-        found = view.fulltext.search(query, want, advanced=advanced)
-        kept = [hit for hit in found if hit[0] in allowed]
+        found = view.fulltext.search_keys(query, want, advanced=advanced)
+        rows = view.rows_for_keys([key for key, _id, _score in found])
+        kept = [
+            (row, score)
+            for row, (_key, _id, score) in zip(rows, found, strict=True)
+            if row is not None and (allowed is None or allowed[row])
+        ]
         if len(kept) >= pool or len(found) < want:
             return kept[:pool]
         want *= 4
 
 
 def _vector(
-    view: Any, query: str, pool: int, rows: Any, result: SearchResult, embedder: Any
-) -> list[tuple[str, float]]:
+    view: Any, query: str, pool: int, allowed: Any, result: SearchResult, embedder: Any
+) -> list[tuple[int, float]]:
+    """(row, cosine) of the nearest allowed events."""
+    import numpy as np
+
     vectors = view.vectors
     if vectors is None:
         result.warnings.append(
@@ -189,60 +208,64 @@ def _vector(
     if view.manifest.unembedded:
         result.warnings.append(f"{view.manifest.unembedded} events have no vector yet")
     q = embedder.embed([query])[0]
-    keys = rows.column("key64").to_pylist()
-    ids = rows.column("id").to_pylist()
-    by_key = dict(zip(keys, ids, strict=True))
-    allowed = set(keys) if len(keys) < view.table.num_rows else None
-    found = vectors.search(q, pool, allowed)
-    return [(by_key[k], s) for k, s in found if k in by_key and s >= MIN_COSINE]
+    keys = None
+    if allowed is not None:
+        column = view.table.column("key64")
+        values = np.concatenate([c.to_numpy(zero_copy_only=False) for c in column.chunks])
+        keys = [int(k) for k in values[allowed]]
+    found = vectors.search(q, pool, keys)
+    rows = view.rows_for_keys([k for k, _s in found])
+    return [
+        (row, score)
+        for row, (_k, score) in zip(rows, found, strict=True)
+        if row is not None and score >= MIN_COSINE
+    ]
 
 
 def _fuse(
     view: Any,
-    lexical: Sequence[tuple[str, float]],
-    vector: Sequence[tuple[str, float]],
+    lexical: Sequence[tuple[int, float]],
+    vector: Sequence[tuple[int, float]],
     now: int,
     limit: int,
     mode: str,
 ) -> list[Hit]:
-    lists = {"lexical": lexical, "vector": vector}
     engines = 2 if mode == "hybrid" else 1
     best = engines / (RRF_K + 1)
-    parts: dict[str, dict[str, tuple[int, float]]] = {}
-    for name, ranked in lists.items():
-        for rank, (eid, score) in enumerate(ranked, 1):
-            parts.setdefault(eid, {})[name] = (rank, score)
-    events = view.events_by_id(sorted(parts))
+    parts: dict[int, dict[str, tuple[int, float]]] = {}
+    for name, ranked in (("lexical", lexical), ("vector", vector)):
+        for rank, (row, score) in enumerate(ranked, 1):
+            parts.setdefault(row, {})[name] = (rank, score)
+    if not parts:
+        return []
+    rows = sorted(parts)
+    picked = view.table.take(rows).select(["id", "time"]).to_pydict()
+    scored = []
+    for row, eid, etime in zip(rows, picked["id"], picked["time"], strict=True):
+        found = parts[row]
+        relevance = sum(1.0 / (RRF_K + rank) for rank, _s in found.values()) / best
+        fresh = recency(etime, now)
+        score = RELEVANCE_WEIGHT * relevance + RECENCY_WEIGHT * fresh
+        scored.append((-round(score, 9), eid, row, score, relevance, fresh))
+    scored.sort()
+    top = scored[:limit]
+    events = view.rows_to_events(view.table.take([t[2] for t in top]))
     hits = []
-    for eid, found in parts.items():
-        event = events.get(eid)
-        if event is None:
-            continue
-        rrf = sum(1.0 / (RRF_K + rank) for rank, _s in found.values())
-        hit = Hit(event, 0.0)
+    for (_neg, _eid, row, score, relevance, fresh), event in zip(top, events, strict=True):
+        found = parts[row]
+        hit = Hit(event, score, relevance=relevance, recency=fresh)
         if "lexical" in found:
             hit.lexical_rank, hit.lexical_score = found["lexical"]
         if "vector" in found:
             hit.vector_rank, hit.vector_score = found["vector"]
-        hit.relevance = rrf / best
-        hit.recency = recency(event.time, now)
-        hit.score = RELEVANCE_WEIGHT * hit.relevance + RECENCY_WEIGHT * hit.recency
         hits.append(hit)
-    hits.sort(key=lambda h: (-round(h.score, 9), h.event.id))
-    return hits[:limit]
+    return hits
 
 
 def _provenance(view: Any, hits: list[Hit]) -> None:
     """Where each hit comes from: memory commit and branch, capsule, and the
     code commit linked in the same capsule or session at or after it."""
-
-    if not hits:
-        return
-    t = view.table
-    links = pc.filter(t, pc.equal(t.column("type"), "commit_link")).select(
-        ["time", "id", "session", "capsule", "body"]
-    )
-    link_rows = links.to_pylist()
+    links = view.commit_links() if hits else []
     for hit in hits:
         e = hit.event
         code = None
@@ -250,15 +273,13 @@ def _provenance(view: Any, hits: list[Hit]) -> None:
             code = e.field("sha")
         else:
             session = e.scope.get("session")
-            for row in link_rows:  # in (time, id) order: the first after the event
-                if row["time"] < e.time:
+            for time, link_session, link_capsule, sha in links:  # in (time, id) order
+                if time < e.time:
                     continue
-                if (e.capsule and row["capsule"] == e.capsule) or (
-                    session and row["session"] == session
+                if (e.capsule and link_capsule == e.capsule) or (
+                    session and link_session == session
                 ):
-                    import json
-
-                    code = json.loads(row["body"]).get("sha") if row["body"] else None
+                    code = sha
                     break
         hit.provenance = {
             "event": e.id,
