@@ -9,18 +9,20 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from cyclopts import App, Parameter
 
 from gitmem import __version__
 from gitmem.errors import ExitCode, UsageError
-from gitmem.memory.api import Memory
 from gitmem.memory.event import Event
 from gitmem.memory.query import EventFilter
 from gitmem.memory.timespec import format_time, parse_time
 from gitmem.records.names import EVENT_TYPES
 from gitmem.storage.clock import wall_us
+
+if TYPE_CHECKING:
+    from gitmem.memory.api import Memory
 
 
 @dataclass
@@ -72,6 +74,8 @@ app.command(capsule_app)
 
 
 def _open(common: Common) -> Memory:
+    from gitmem.memory.api import Memory  # lazily: read-only commands use the index instead
+
     return Memory.open(common.repo)
 
 

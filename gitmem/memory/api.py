@@ -21,6 +21,7 @@ from gitmem.capture.sealer import _UNSET, Draft, Sealer
 from gitmem.errors import AmbiguousIdError, NotFoundError, UsageError
 from gitmem.memory.decisions import DecisionState, active_decision, decision_states
 from gitmem.memory.event import Event
+from gitmem.memory.follow import TRUNK_TYPES, follow_mode, id_prefix
 from gitmem.memory.query import EventFilter
 from gitmem.records.names import KNOWLEDGE_TYPES
 from gitmem.storage import layout, spool
@@ -31,8 +32,6 @@ from gitmem.storage.locate import RepoLocation, locate, memory_branch
 
 if TYPE_CHECKING:
     from gitmem.sync.protocol import SyncReport
-
-MIN_PREFIX = 4
 
 
 @dataclass(frozen=True)
@@ -82,11 +81,6 @@ class BranchInfo:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
-
-
-# Event types a branch sees from the trunk after its fork (edda.followTrunk=decisions).
-TRUNK_TYPES = frozenset({"decision", "ratify", "pin", "unpin"})
-FOLLOW_TRUNK = ("decisions", "all", "none")
 
 
 @dataclass(frozen=True)
@@ -693,16 +687,7 @@ class Memory:
         return chosen[-limit:] if limit else chosen
 
     def _follow_trunk(self, trunk: str | None) -> str:
-        from gitmem.storage.gitconfig import get_last
-
-        mode = (trunk or get_last(self.config, "edda.followTrunk", "decisions") or "").lower()
-        mode = {"true": "decisions", "false": "none"}.get(mode, mode)
-        if mode not in FOLLOW_TRUNK:
-            raise UsageError(
-                f"follow-trunk mode {mode!r} is not one of {', '.join(FOLLOW_TRUNK)}",
-                "set edda.followTrunk to decisions, all or none",
-            )
-        return mode
+        return follow_mode(self.config, trunk)
 
     def _branch_locs(self, branch: str | None) -> list[Located]:
         """A branch's own events; a branch without memory yet shows what it
@@ -732,12 +717,7 @@ class Memory:
 
     def get(self, event_id: str) -> Event:
         """An event by id or unique id prefix (at least 4 hex characters), on any branch."""
-        prefix = event_id.strip().lower()
-        if len(prefix) < MIN_PREFIX or any(c not in "0123456789abcdef" for c in prefix):
-            raise UsageError(
-                f"{event_id!r} is not an event id",
-                f"give at least {MIN_PREFIX} hex characters of an id",
-            )
+        prefix = id_prefix(event_id)
         self._load()
         if prefix in self._events:
             return self._events[prefix]

@@ -111,8 +111,10 @@ def _allowed(view: Any, where: EventFilter | None, branch: Any, all_branches: bo
     )
     if where is not None and (where.tags or where.paths):
         rows = np.nonzero(allowed)[0]
-        picked = view.table.take(rows).select(["tags", "paths"]).to_pydict()
-        for row, tags, paths in zip(rows, picked["tags"], picked["paths"], strict=True):
+        tags_col = view.table.column("tags").to_pylist()
+        paths_col = view.table.column("paths").to_pylist()
+        for row in rows:
+            tags, paths = tags_col[row], paths_col[row]
             ok = not where.tags or bool(set(where.tags) & set(tags or ()))
             if ok and where.paths:
                 ok = any(path_matches(p, pattern) for p in paths or () for pattern in where.paths)
@@ -151,6 +153,8 @@ def search(
     pool = candidates or max(limit * 5, 50)
     if view.table.num_rows == 0:
         return result
+    if mode != "lexical" and hasattr(view, "preload_embedder"):
+        view.preload_embedder()
     allowed = _allowed(view, where, branch, all_branches)
     if allowed is not None and not allowed.any():
         return result
@@ -239,9 +243,9 @@ def _fuse(
     if not parts:
         return []
     rows = sorted(parts)
-    picked = view.table.take(rows).select(["id", "time"]).to_pydict()
     scored = []
-    for row, eid, etime in zip(rows, picked["id"], picked["time"], strict=True):
+    ids, times = view.values_at("id", rows), view.values_at("time", rows)
+    for row, eid, etime in zip(rows, ids, times, strict=True):
         found = parts[row]
         relevance = sum(1.0 / (RRF_K + rank) for rank, _s in found.values()) / best
         fresh = recency(etime, now)
@@ -249,7 +253,7 @@ def _fuse(
         scored.append((-round(score, 9), eid, row, score, relevance, fresh))
     scored.sort()
     top = scored[:limit]
-    events = view.rows_to_events(view.table.take([t[2] for t in top]))
+    events = view.events_at([t[2] for t in top])
     hits = []
     for (_neg, _eid, row, score, relevance, fresh), event in zip(top, events, strict=True):
         found = parts[row]
