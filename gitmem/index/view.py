@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gitmem.capture.sealer import _UNSET
-from gitmem.errors import AmbiguousIdError, NotFoundError, UsageError
+from gitmem.errors import AmbiguousIdError, NotFoundError
 from gitmem.index import compute as pc
 from gitmem.index import table as tables
 from gitmem.index.refresh import (
@@ -29,6 +29,7 @@ from gitmem.index.refresh import (
     read_manifest,
 )
 from gitmem.memory.event import Event
+from gitmem.memory.follow import TRUNK_TYPES, follow_mode, id_prefix
 from gitmem.memory.query import EventFilter
 from gitmem.storage import layout
 from gitmem.storage.gitconfig import Config, get_last, read_config
@@ -72,6 +73,8 @@ class IndexView:
         self._vectors: Any = None
         self._ids: dict[str, int] | None = None
         self._embedder: Any = _UNSET
+        self._embedder_error: BaseException | None = None
+        self._preload: Any = None
         self._key_sort: Any = None
         self._links: list[tuple[int, str | None, str | None, str | None]] | None = None
 
@@ -145,13 +148,38 @@ class IndexView:
                 self._vectors = Vectors(path, self.manifest.dim, view=True)
         return self._vectors
 
+    def _load_embedder(self) -> None:
+        from gitmem.embed import get_embedder
+
+        try:
+            embedder = get_embedder(self.config, stamp_dir=self.root)
+            load = getattr(embedder, "load", None)
+            if load is not None:
+                load()
+            self._embedder = embedder
+        except BaseException as exc:  # raised again where the embedder is used
+            self._embedder_error = exc
+
+    def preload_embedder(self) -> None:
+        """Start loading the query embedder in a thread: the tokenizer's load
+        (~60 ms) then overlaps the full-text search instead of following it."""
+        import threading
+
+        if self.manifest.model and self._preload is None and self._embedder is _UNSET:
+            self._preload = threading.Thread(target=self._load_embedder, daemon=True)
+            self._preload.start()
+
     @property
     def embedder(self) -> Any:
         """The configured query embedder, loaded once per view (None: vectors disabled)."""
-        if self._embedder is _UNSET:
-            from gitmem.embed import get_embedder
-
-            self._embedder = get_embedder(self.config, stamp_dir=self.root)
+        if self._preload is not None:
+            self._preload.join()
+            self._preload = None
+        if self._embedder is _UNSET and self._embedder_error is None:
+            self._load_embedder()
+        if self._embedder_error is not None:
+            error, self._embedder_error = self._embedder_error, None
+            raise error
         return self._embedder
 
     # rows -> events ---------------------------------------------------------------------
@@ -177,6 +205,20 @@ class IndexView:
                 )
             )
         return out
+
+    def events_at(self, rows: Sequence[int]) -> list[Event]:
+        """Events at row positions (zero-copy slices: ``Table.take`` copies
+        whole chunks and costs ~10 ms on a 100,000-row table)."""
+        import pyarrow as pa
+
+        if not rows:
+            return []
+        return self.rows_to_events(pa.concat_tables([self.table.slice(r, 1) for r in rows]))
+
+    def values_at(self, column: str, rows: Sequence[int]) -> list[Any]:
+        """One column's values at row positions."""
+        values = self.table.column(column)
+        return [values[r].as_py() for r in rows]
 
     def rows_for_keys(self, keys: Sequence[int]) -> list[int | None]:
         """Row positions of events by key64 (None for keys not in the table)."""
@@ -249,8 +291,6 @@ class IndexView:
         """The rows a branch sees: its own chain, plus what it follows from the trunk."""
         import pyarrow as pa
 
-        from gitmem.memory.api import TRUNK_TYPES
-
         branch = self.branch if branch is _UNSET else branch
         commit = self.table.column("commit")
         own_ref = self._own_ref(branch)
@@ -270,16 +310,7 @@ class IndexView:
         return pc.or_(own, extra)
 
     def _follow_trunk(self, trunk: str | None) -> str:
-        from gitmem.memory.api import FOLLOW_TRUNK
-
-        mode = (trunk or get_last(self.config, "edda.followTrunk", "decisions") or "").lower()
-        mode = {"true": "decisions", "false": "none"}.get(mode, mode)
-        if mode not in FOLLOW_TRUNK:
-            raise UsageError(
-                f"follow-trunk mode {mode!r} is not one of {', '.join(FOLLOW_TRUNK)}",
-                "set edda.followTrunk to decisions, all or none",
-            )
-        return mode
+        return follow_mode(self.config, trunk)
 
     def filter_mask(
         self,
@@ -347,14 +378,7 @@ class IndexView:
 
     def get(self, event_id: str) -> Event:
         """An event by id or unique id prefix (at least 4 hex characters), on any branch."""
-        from gitmem.memory.api import MIN_PREFIX
-
-        prefix = event_id.strip().lower()
-        if len(prefix) < MIN_PREFIX or any(c not in "0123456789abcdef" for c in prefix):
-            raise UsageError(
-                f"{event_id!r} is not an event id",
-                f"give at least {MIN_PREFIX} hex characters of an id",
-            )
+        prefix = id_prefix(event_id)
         ids = self.row_index()
         found = [prefix] if prefix in ids else sorted(eid for eid in ids if eid.startswith(prefix))
         if not found:
