@@ -59,6 +59,10 @@ def main(argv: list[str]) -> int:
     location = None
     try:
         location = locate(argv[1])
+        if not location.state_dir.is_dir():
+            # gitmem's state was removed after the hook started us: the
+            # intents went with it, and recreating the directory would undo it.
+            return 0
         summary = run_job(argv[0], argv[1], *argv[2:])
         log(location, f"worker {argv[0]}: {summary}")
         return 0
