@@ -174,7 +174,14 @@ class FullText:
         if query is None or limit <= 0:
             return []
         searcher = self.index.searcher()
-        hits = searcher.search(query, limit, count=False).hits
+        try:
+            hits = searcher.search(query, limit, count=False).hits
+        except ValueError:
+            if not advanced:
+                raise
+            # The lenient parser accepts some queries the engine then refuses
+            # (``text:*`` asks for a fast field): like a syntax error, no match.
+            return []
         found = []
         for score, addr in hits:
             doc = searcher.doc(addr)

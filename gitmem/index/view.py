@@ -392,6 +392,14 @@ class IndexView:
             )
         return self.rows_to_events(self.table.slice(ids[found[0]], 1))[0]
 
+    def window(self, branch_kwargs: dict[str, Any]) -> Any:
+        """A branch's events fetched by need, for context packs and ``ask``
+        (an :class:`~gitmem.index.window.IndexWindow`; ``branch_kwargs`` as for
+        :meth:`events`)."""
+        from gitmem.index.window import window
+
+        return window(self, branch_kwargs)
+
 
 def index_paths(location: RepoLocation) -> dict[str, Path]:
     """Where the sidecar files of the current version are (for status and docs)."""

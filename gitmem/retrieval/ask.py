@@ -15,6 +15,11 @@
   capsule or session or about the same paths, nearest in time first.
   Superseded decisions are hidden unless ``include_superseded``.
 
+A source with the ``window`` capability (:mod:`gitmem.retrieval.windowing`,
+the index) is read selectively: the decision ledger (ids, keys, targets), the
+decisions shown, and only the commit links, notes and checkpoints that may
+relate to them.
+
 Results are deterministic (orders are fixed by key, ``(time, id)`` and id)
 and show ids as short ids, ``[a1b2c3d4e5f6]``, which ``git edda show`` expands.
 """
@@ -46,6 +51,7 @@ from gitmem.retrieval.source import (
     term_score,
     visible,
 )
+from gitmem.retrieval.windowing import BranchWindow, DecisionBook
 
 __all__ = ["AskResult", "DecisionView", "RelatedEvent", "TimelineEntry", "ask"]
 
@@ -230,20 +236,91 @@ def ask(
     ``limit`` caps the ranked decisions of a free-text query; the overview and
     a key's timeline are complete.
     """
-    events = source.events(**branch_kwargs(branch))
-    states = decision_states(events)
+    decisions = _Decisions(source, branch)
     name = branch_name(source, branch)
     text = (query or "").strip()
     if not text:
-        shown = [s for s in states if include_superseded or s.active]
+        shown = decisions.states(superseded=include_superseded)
         shown.sort(key=lambda s: (s.key, s.event.order_key))
         views = tuple(DecisionView.of(s) for s in shown)
         return AskResult("overview", None, name, include_superseded, views)
-    keys = sorted({s.key for s in states})
+    keys = decisions.keys()
     matched = [k for k in keys if k == text] or [k for k in keys if k.lower() == text.lower()]
     if matched:
+        states = decisions.states(keys=matched)
+        events = decisions.timeline_events(states)
         return _timeline(text, name, include_superseded, states, events, matched)
-    return _search(text, name, include_superseded, states, events, search, limit)
+    return _search(text, name, include_superseded, decisions, search, limit)
+
+
+class _Decisions:
+    """A branch's decision states: from all its events (a plain source), or
+    through its window, decoding only the decisions asked for and, for
+    related events, only the candidates that may relate."""
+
+    def __init__(self, source: EventSource, branch: Any) -> None:
+        opener = getattr(source, "window", None)
+        self.window: BranchWindow | None = None
+        self.book: DecisionBook | None = None
+        self.events: list[Event] = []
+        self.all: list[DecisionState] = []
+        if opener is None:
+            self.events = source.events(**branch_kwargs(branch))
+            self.all = decision_states(self.events)
+        else:
+            self.window = opener(branch_kwargs(branch))
+            self.book = DecisionBook(self.window.decisions(), self.window.by_ids)
+
+    def keys(self) -> list[str]:
+        """Every decision key, sorted."""
+        if self.book is not None:
+            return sorted(self.book.keys())
+        return sorted({s.key for s in self.all})
+
+    def states(
+        self,
+        *,
+        superseded: bool = True,
+        keys: Sequence[str] | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> list[DecisionState]:
+        """Decision states in event order: active only unless ``superseded``,
+        on ``keys``, with ``ids`` (None: no restriction)."""
+        if self.book is not None:
+            chosen = self.book.ids(superseded=superseded, keys=keys)
+            if ids is not None:
+                wanted = set(ids)
+                chosen = [i for i in chosen if i in wanted]
+            return self.book.states(chosen)
+        return [
+            s
+            for s in self.all
+            if (superseded or s.active)
+            and (keys is None or s.key in keys)
+            and (ids is None or s.event.id in ids)
+        ]
+
+    def timeline_events(self, states: Sequence[DecisionState]) -> list[Event]:
+        """Events a timeline of these decisions walks (all, or just them and
+        the ratifications that target them)."""
+        if self.window is None or self.book is None:
+            return self.events
+        ids = {s.event.id for s in states}
+        ratifies = [r for r, target in self.book.ratifies if target in ids]
+        return self.window.by_ids([*ids, *ratifies])
+
+    def related_candidates(self, chosen: Sequence[DecisionState]) -> list[Event]:
+        """Visible commit links, notes and checkpoints that may relate to ``chosen``."""
+        if self.window is None:
+            events = self.events
+        else:
+            events = self.window.related(
+                RELATED_TYPES,
+                capsules={s.event.capsule for s in chosen if s.event.capsule},
+                sessions={s.event.scope.get("session") or "" for s in chosen} - {""},
+                paths={p for s in chosen for p in paths_of(s.event)},
+            )
+        return [e for e in events if e.type in RELATED_TYPES and visible(e)]
 
 
 def _timeline(
@@ -282,22 +359,22 @@ def _search(
     query: str,
     branch: str | None,
     include_superseded: bool,
-    states: list[DecisionState],
-    events: list[Event],
+    decisions: _Decisions,
     search: SearchFn | None,
     limit: int,
 ) -> AskResult:
-    by_id = {s.event.id: s for s in states}
     if search is not None:
+        hits = search(query, max(limit, 1) * 4, ("decision",))
+        by_id = {s.event.id: s for s in decisions.states(ids=[e.id for e in hits])}
         ranked: list[DecisionState] = []
-        for event in search(query, max(limit, 1) * 4, ("decision",)):
+        for event in hits:
             state = by_id.get(event.id)
             if state is not None and state not in ranked:
                 ranked.append(state)
     else:
         terms = query_terms(query)
         scored = []
-        for state in states:
+        for state in decisions.states():
             score = _decision_score(terms, state)
             if score:
                 scored.append((-score, -state.event.time, state.event.id, state))
@@ -305,7 +382,7 @@ def _search(
         ranked = [row[3] for row in scored]
     hidden = 0 if include_superseded else sum(1 for s in ranked if not s.active)
     chosen = [s for s in ranked if include_superseded or s.active][: max(limit, 0)]
-    candidates = [e for e in events if e.type in RELATED_TYPES and visible(e)]
+    candidates = decisions.related_candidates(chosen)
     views = tuple(DecisionView.of(s, _related(s.event, candidates)) for s in chosen)
     return AskResult("search", query, branch, include_superseded, views, hidden=hidden)
 

@@ -14,7 +14,8 @@ priority first:
    each labelled NOT BINDING ("recorded is not ratified");
 6. ``learnings``: mistakes, then learnings and patterns, whose paths match the
    files in play (``paths``; none when no paths are given);
-7. ``hits``: events matching ``query`` (the ``search`` function, or
+7. ``hits``: events matching ``query`` (the ``search`` function, asked for
+   a few more than shown and more only when too many were already shown, or
    case-insensitive term matching) not already shown;
 8. ``history``: recent activity, tiered: the last session in detail (its
    newest events' one-line summaries, newest last), the three sessions before
@@ -32,6 +33,15 @@ a quarter of the budget, a one-count trailer is used (the JSON form always has
 per-tier counts); for a budget too small even for that, the trailer and then
 the title are left out.
 
+**Sources.** A plain :class:`~gitmem.retrieval.source.EventSource` is read
+whole. A source with the ``window`` capability
+(:mod:`gitmem.retrieval.windowing`; the index has it) is read by need: the
+pins, unpins and capsule events, the decision ledger and the active
+decisions, the newest checkpoint, the learnings about ``paths``, the targets
+of pins, and the tail of the recent sessions, with exact per-session counts
+and spans and one aggregate for the older sessions. The pack is the same
+either way.
+
 **Disclosure and determinism.** Every line that stands for an event carries
 its short id, ``[a1b2c3d4e5f6]``, which ``git edda show`` expands. Times are
 UTC ISO dates. No wall clock is read (``now`` is explicit, in microseconds
@@ -43,7 +53,7 @@ output.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from gitmem.errors import GitmemError, UsageError
@@ -68,6 +78,13 @@ from gitmem.retrieval.source import (
     visible,
 )
 from gitmem.retrieval.tokens import chars_for, estimate_tokens
+from gitmem.retrieval.windowing import (
+    BranchWindow,
+    DecisionBook,
+    OlderSessions,
+    capsule_sessions,
+    session_key,
+)
 
 __all__ = [
     "CURRENT",
@@ -110,6 +127,11 @@ MAX_WORKFLOWS = 3
 DETAIL_EVENTS = 20  # events of the last session shown in detail
 PREVIOUS_SESSIONS = 3
 HIDDEN_TYPES = frozenset({"redaction"})  # never shown as hits or history
+LEARNING_TYPES = ("mistake", "learning", "pattern")
+# what a pack reads whole through a window; the rest is the active decisions, the
+# newest checkpoint, the learnings about the files in play, pin targets and the
+# recent sessions
+WINDOW_TYPES = ("pin", "unpin", "capsule_open", "capsule_close")
 
 
 @dataclass(frozen=True)
@@ -218,25 +240,85 @@ class _Candidate:
     requires: int | None = None  # priority of an item this one only makes sense with
 
 
-@dataclass
 class _Memory:
-    """The branch's events, indexed once for all tiers."""
+    """The branch's events, indexed once for all tiers.
 
-    events: list[Event]
-    by_id: dict[str, Event] = field(default_factory=dict)
-    states: dict[str, DecisionState] = field(default_factory=dict)
-    closes: dict[str, Event] = field(default_factory=dict)  # capsule id -> close
-    counts: dict[str, int] = field(default_factory=dict)  # capsule id -> events
+    Read whole from a plain source; from a source with the ``window``
+    capability (:mod:`gitmem.retrieval.windowing`), only what the tiers need:
+    ``hidden`` (ids of the branch's invisible events), ``counts`` (events per
+    capsule) and ``book`` (decision states) then come from the window, since
+    ``events`` is partial; ``states`` holds the active decisions' states, and
+    :meth:`state` answers for any decision.
+    """
 
-    def __post_init__(self) -> None:
-        self.by_id = {event.id: event for event in self.events}
-        self.states = {state.event.id: state for state in decision_states(self.events)}
-        for event in self.events:
-            if event.capsule:
-                self.counts[event.capsule] = self.counts.get(event.capsule, 0) + 1
+    def __init__(
+        self,
+        events: list[Event],
+        *,
+        window: BranchWindow | None = None,
+        hidden: frozenset[str] | None = None,
+        counts: dict[str, int] | None = None,
+        book: DecisionBook | None = None,
+    ) -> None:
+        self.events = events
+        self.window = window
+        self.by_id = {event.id: event for event in events}
+        self.book = book
+        if book is None:
+            self.states = {state.event.id: state for state in decision_states(events)}
+        else:  # only the active decisions are decoded; others' states on demand
+            self.states = {s.event.id: s for s in book.states(book.ids(superseded=False))}
+        self.closes: dict[str, Event] = {}  # capsule id -> close
+        for event in events:
             if event.type == "capsule_close":
                 target = str(event.field("capsule", "") or event.capsule or "")
                 self.closes.setdefault(target, event)
+        if counts is None:
+            counts = {}
+            for event in events:
+                if event.capsule:
+                    counts[event.capsule] = counts.get(event.capsule, 0) + 1
+        self.counts = counts  # capsule id -> events
+        if hidden is None:
+            hidden = frozenset(event.id for event in events if not visible(event))
+        self.hidden = hidden
+
+    @classmethod
+    def of(cls, source: EventSource, branch: Any, paths: Sequence[str]) -> _Memory:
+        """The memory of ``branch``: through the source's window when it has one."""
+        opener = getattr(source, "window", None)
+        if opener is None:
+            return cls(source.events(**branch_kwargs(branch)))
+        window: BranchWindow = opener(branch_kwargs(branch))
+        chosen = window.of_types(WINDOW_TYPES)
+        chosen += window.newest("checkpoint", 1)
+        chosen += window.touching(LEARNING_TYPES, paths)
+        targets = {
+            str(e.field("target", "")).removeprefix("summary:")
+            for e in chosen
+            if e.type == "pin" and visible(e)
+        }
+        chosen += window.by_ids(targets)
+        unique = {event.id: event for event in chosen}
+        events = sorted(unique.values(), key=lambda e: e.order_key)
+        return cls(
+            events,
+            window=window,
+            hidden=window.hidden(),
+            counts=window.capsule_counts(),
+            book=DecisionBook(window.decisions(), window.by_ids),
+        )
+
+    def everything(self) -> list[Event]:
+        """Every event of the branch (read through the window only when asked)."""
+        return self.window.everything() if self.window is not None else self.events
+
+    def state(self, event: Event) -> DecisionState | None:
+        """The decision state of ``event`` (None: not a decision of the branch)."""
+        found = self.states.get(event.id)
+        if found is None and self.book is not None:
+            found = self.book.state(event)
+        return found
 
     def is_open(self, capsule_id: str) -> bool:
         return capsule_id not in self.closes
@@ -246,11 +328,7 @@ class _Memory:
         if not visible(event) or event.type in HIDDEN_TYPES:
             return False
         target = event.field("target")
-        if isinstance(target, str):
-            pointed = self.by_id.get(target.removeprefix("summary:"))
-            if pointed is not None and not visible(pointed):
-                return False
-        return True
+        return not (isinstance(target, str) and target.removeprefix("summary:") in self.hidden)
 
 
 def build_context(
@@ -275,7 +353,7 @@ def build_context(
     """
     if budget < 1:
         raise UsageError(f"the budget must be at least 1 token, not {budget}", "pass --budget N")
-    memory = _Memory(source.events(**branch_kwargs(branch)))
+    memory = _Memory.of(source, branch, paths)
     claimed: set[str] = set()
     candidates: dict[str, list[_Candidate]] = {name: [] for name in TIERS}
 
@@ -330,7 +408,7 @@ def decision_line(state: DecisionState, width: int = TEXT_WIDTH) -> str:
 
 
 def _line(event: Event, memory: _Memory, width: int = TEXT_WIDTH, dated: bool = True) -> str:
-    state = memory.states.get(event.id)
+    state = memory.state(event)
     if state is not None:
         return f"- {ref(event.id)} {decision_line(state, width)}"
     suffix = f" ({iso_date(event.time)})" if dated else ""
@@ -515,7 +593,7 @@ def _learnings(memory: _Memory, paths: Sequence[str], claimed: set[str]) -> list
     found = [
         e
         for e in memory.events
-        if e.type in ("mistake", "learning", "pattern")
+        if e.type in LEARNING_TYPES
         and visible(e)
         and e.id not in claimed
         and paths_overlap(paths_of(e), paths)
@@ -528,11 +606,30 @@ def _learnings(memory: _Memory, paths: Sequence[str], claimed: set[str]) -> list
 def _hits(
     memory: _Memory, query: str, search: SearchFn | None, claimed: set[str]
 ) -> list[PackItem]:
-    wanted = MAX_HITS + len(claimed)
-    if search is not None:
+    """Up to MAX_HITS results for ``query`` that are showable and not already
+    claimed, best first.
+
+    A search function is asked for a few more than MAX_HITS first, then for
+    four times as many while claimed or hidden results leave too few, up to
+    MAX_HITS plus the number claimed (asking for thousands at once, when every
+    active decision is claimed, would make the search itself slow)."""
+    cap = MAX_HITS + len(claimed)
+    if search is None:
+        return _pick_hits(term_search(memory.everything(), query, cap), memory, claimed)
+    wanted = min(cap, 2 * MAX_HITS)
+    while True:
         results = search(query, wanted, ())
-    else:
-        results = term_search(memory.events, query, wanted)
+        items = _pick_hits(results, memory, set(claimed))
+        if len(items) >= MAX_HITS or len(results) < wanted or wanted >= cap:
+            break
+        wanted = min(cap, wanted * 4)
+    claimed.update(item.id for item in items if item.id)
+    return items
+
+
+def _pick_hits(results: Sequence[Event], memory: _Memory, claimed: set[str]) -> list[PackItem]:
+    """The first MAX_HITS of ``results`` that are showable and not in ``claimed``
+    (which is updated)."""
     items: list[PackItem] = []
     for event in results:
         if len(items) >= MAX_HITS:
@@ -549,69 +646,87 @@ def _hits(
 
 @dataclass
 class _Session:
+    """A session of the history tier: exact size and span, and its newest events."""
+
     key: str
-    label: str
-    events: list[Event] = field(default_factory=list)
+    count: int
+    first: int  # time of its first event
+    tail: list[Event]  # its newest events (at least DETAIL_EVENTS, or all), oldest first
+    capsule: Event | None  # its session capsule (see _session_capsule)
 
     @property
-    def last(self) -> tuple[int, str]:
-        return self.events[-1].order_key
+    def last(self) -> int:
+        return self.tail[-1].time
+
+    @property
+    def label(self) -> str:
+        kind, name = self.key[:2], one_line(self.key[2:], 60)
+        return {
+            "s:": f"session {name}",
+            "c:": f"session capsule {ref(name)}",
+            "d:": f"events without a session on {name}",
+        }[kind]
 
 
-def _sessions(memory: _Memory) -> list[_Session]:
-    """Sessions, oldest last activity first. An event's session is its scope
-    session, else its session capsule's, else (no session) its UTC day."""
-    capsule_session: dict[str, str] = {}
+def _sessions(memory: _Memory) -> tuple[list[_Session], OlderSessions | None]:
+    """Sessions, oldest last activity first (every one: the aggregate is None).
+
+    An event's session is its scope session, else its session capsule's, else
+    (no session) its UTC day (:func:`~gitmem.retrieval.windowing.session_key`);
+    only showable events count."""
+    capsules = capsule_sessions(memory.events)
+    grouped: dict[str, list[Event]] = {}
     for event in memory.events:
-        if event.type == "capsule_open":
-            scoped = event.scope.get("session")
-            if scoped:
-                capsule_session[event.id] = "s:" + scoped
-            elif event.field("kind") == "session":
-                capsule_session[event.id] = "c:" + event.id
-    sessions: dict[str, _Session] = {}
+        if memory.showable(event):
+            grouped.setdefault(session_key(event, capsules), []).append(event)
+    sessions = [
+        _Session(
+            key, len(events), events[0].time, events[-DETAIL_EVENTS:], _session_capsule(events)
+        )
+        for key, events in grouped.items()
+    ]
+    sessions.sort(key=lambda s: s.tail[-1].order_key)
+    return sessions, None
+
+
+def _window_sessions(
+    memory: _Memory, window: BranchWindow, session: str | None
+) -> tuple[list[_Session], OlderSessions | None]:
+    """The recent sessions as the window counts them, and the older ones aggregated.
+
+    A session's capsule is chosen among the showable capsule opens of the
+    branch (all of which the window read) keyed to that session."""
+    found = window.sessions(PREVIOUS_SESSIONS + 1, session, DETAIL_EVENTS)
+    capsules = capsule_sessions(memory.events)
+    opens: dict[str, list[Event]] = {}
     for event in memory.events:
-        if not memory.showable(event):
-            continue
-        scoped = event.scope.get("session")
-        if scoped:
-            key = "s:" + scoped
-        elif event.capsule and event.capsule in capsule_session:
-            key = capsule_session[event.capsule]
-        elif event.id in capsule_session:
-            key = capsule_session[event.id]
-        else:
-            key = "d:" + iso_date(event.time)
-        if key not in sessions:
-            kind, name = key[:2], one_line(key[2:], 60)
-            label = {
-                "s:": f"session {name}",
-                "c:": f"session capsule {ref(name)}",
-                "d:": f"events without a session on {name}",
-            }[kind]
-            sessions[key] = _Session(key, label)
-        sessions[key].events.append(event)
-    return sorted(sessions.values(), key=lambda s: s.last)
+        if event.type == "capsule_open" and memory.showable(event):
+            opens.setdefault(session_key(event, capsules), []).append(event)
+    sessions = [
+        _Session(s.key, s.count, s.first, list(s.tail), _session_capsule(opens.get(s.key, [])))
+        for s in found.recent
+    ]
+    return sessions, found.older
 
 
-def _session_capsule(session: _Session) -> Event | None:
-    opens = [e for e in session.events if e.type == "capsule_open"]
+def _session_capsule(events: Sequence[Event]) -> Event | None:
+    opens = [e for e in events if e.type == "capsule_open"]
     preferred = [e for e in opens if e.field("kind") == "session"]
     chosen = preferred or opens
     return chosen[-1] if chosen else None
 
 
 def _span(session: _Session) -> str:
-    start, end = iso_minute(session.events[0].time), iso_minute(session.events[-1].time)
+    start, end = iso_minute(session.first), iso_minute(session.last)
     if start == end:
         return start
     return f"{start} to {end[11:] if start[:10] == end[:10] else end}"
 
 
 def _session_line(session: _Session, memory: _Memory, lead: str = "") -> PackItem:
-    capsule = _session_capsule(session)
-    anchor = capsule or session.events[-1]
-    count = len(session.events)
+    capsule = session.capsule
+    anchor = capsule or session.tail[-1]
+    count = session.count
     text = f"- {ref(anchor.id)} {lead}{session.label}, {_span(session)}, {count} event{_s(count)}"
     if capsule is not None:
         intent = one_line(str(capsule.field("intent", "") or ""), HISTORY_WIDTH)
@@ -631,14 +746,18 @@ def _history(
 ) -> tuple[list[PackItem], list[int], list[int | None]]:
     """History items in priority order, their display positions, and what
     each needs (the last session's events need its intro line)."""
-    sessions = _sessions(memory)
+    if memory.window is not None:
+        sessions, older = _window_sessions(memory, memory.window, session)
+    else:
+        sessions, older = _sessions(memory)
     if not sessions:
         return [], [], []
     current = next((s for s in sessions if session and s.key == "s:" + session), sessions[-1])
     others = [s for s in sessions if s is not current]
     previous = others[-PREVIOUS_SESSIONS:]
-    older = others[: len(others) - len(previous)]
-    detail = current.events[-DETAIL_EVENTS:]
+    for prior in others[: len(others) - len(previous)]:
+        older = OlderSessions(1, prior.count, prior.first, prior.last).plus(older)
+    detail = current.tail[-DETAIL_EVENTS:]
 
     items: list[PackItem] = []
     order: list[int] = []
@@ -656,14 +775,15 @@ def _history(
         items.append(_session_line(prior, memory))
         order.append(1 + index)
         requires.append(None)
-    if older:
-        count = sum(len(s.events) for s in older)
-        first = min(s.events[0].time for s in older)
-        last = max(s.events[-1].time for s in older)
-        text = f"- {len(older)} older session{_s(len(older))}, {count} event{_s(count)}, " + (
-            iso_date(first)
-            if iso_date(first) == iso_date(last)
-            else f"{iso_date(first)} to {iso_date(last)}"
+    if older is not None:
+        count, first, last = older.events, older.first, older.last
+        text = (
+            f"- {older.sessions} older session{_s(older.sessions)}, {count} event{_s(count)}, "
+            + (
+                iso_date(first)
+                if iso_date(first) == iso_date(last)
+                else f"{iso_date(first)} to {iso_date(last)}"
+            )
         )
         items.append(PackItem(None, "sessions", None, text))
         order.append(0)
@@ -741,6 +861,7 @@ def _fill(
     content = len(header)  # characters of every block but the trailer
     blocks = 1 if header else 0
     chosen: list[_Candidate] = []
+    trailers: dict[tuple[int, ...], str] = {}
 
     def length(content: int, blocks: int, trailer: str) -> int:
         count = blocks + (1 if trailer else 0)
@@ -754,8 +875,12 @@ def _fill(
             if candidate.requires is not None and candidate.requires not in taken:
                 dropped[name] += 1
                 continue
-            worst = {n: dropped[n] + pending[n] for n in TIERS}
-            trailer = _trailer(worst, total, style)
+            worst = tuple(dropped[n] + pending[n] for n in TIERS)
+            trailer = trailers.get(worst)
+            if trailer is None:  # the same while items are dropped: computed once
+                trailer = trailers[worst] = _trailer(
+                    dict(zip(TIERS, worst, strict=True)), total, style
+                )
             text = len(candidate.item.text)
             if opened:
                 grown, more = content + 1 + text, blocks
