@@ -1,0 +1,725 @@
+"""Search (gitmem.retrieval.search and ``git edda search``) over real indexes.
+
+Each test builds a small memory store in a real git repository, lets the
+index build itself, and searches it through the library and the CLI. The
+embeddings come from the default offline ("static") embedder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import cli, git, init_repo
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gitmem.capture.sealer import Draft
+from gitmem.errors import UsageError
+from gitmem.index.refresh import refresh
+from gitmem.index.view import IndexView
+from gitmem.memory.api import Memory
+from gitmem.memory.query import EventFilter
+from gitmem.retrieval.search import (
+    DAY_US,
+    RECENCY_WEIGHT,
+    RELEVANCE_WEIGHT,
+    RRF_K,
+    SearchResult,
+    recency,
+    search,
+)
+
+T0 = 1_780_000_000_000_000  # 2026-05-28, in microseconds
+HOUR = 3_600_000_000
+NOW = T0 + 400 * DAY_US
+
+
+# helpers ----------------------------------------------------------------------------
+def new_repo(path: Path) -> Path:
+    init_repo(path)
+    git(path, "config", "edda.fsync", "false")
+    return path
+
+
+def store(path: Path, texts: list[str]) -> tuple[Path, list[Any]]:
+    """A repository with one note per text, in this order, an hour apart."""
+    repo = new_repo(path)
+    with Memory.open(repo) as mem:
+        events = mem.append_many(
+            [Draft("note", {"text": t}, time=T0 + i * HOUR) for i, t in enumerate(texts)]
+        )
+    return repo, events
+
+
+def hit_ids(result: SearchResult) -> list[str]:
+    return [h.event.id for h in result.hits]
+
+
+def dumps(result: SearchResult) -> str:
+    return json.dumps(result.to_json(), sort_keys=True)
+
+
+def cli_json(repo: Path, *args: str) -> dict[str, Any]:
+    code, out, err = cli(repo, *args, "--json")
+    assert code == 0, err
+    data: dict[str, Any] = json.loads(out)
+    return data
+
+
+def cli_ids(repo: Path, *args: str) -> list[str]:
+    return [h["id"] for h in cli_json(repo, *args)["hits"]]
+
+
+# what a query finds ------------------------------------------------------------------
+CORPUS = [
+    "the flaky test is a timezone bug in the scheduler",
+    "we store sessions in postgres with a connection pool",
+    "deploy the service with kubernetes on friday",
+    "数据库连接池的配置需要调整",
+    "日本語の全文検索はバイグラムで動く",
+    "Die Datenbank ist langsam wegen fehlender Indizes",
+    "Größenänderung der Bilder schlägt fehl",
+    "Le cache est invalidé après chaque déploiement",
+    "call retry_with_backoff when the RetryPolicy allows it",
+    "the physician prescribed medicine",
+    "bump the logging level to debug for the payment worker",
+    "the frontend build uses webpack and babel",
+]
+
+FINDS = [
+    # exact words
+    ("timezone", 0),
+    ("webpack", 11),
+    # typos
+    ("timezon", 0),
+    ("tmezone", 0),
+    ("postgress", 1),
+    ("kubernets", 2),
+    ("kuberentes", 2),  # transposition
+    ("webpakc", 11),
+    ("postgers", 1),
+    ("schedular", 0),
+    ("babbel", 11),
+    # stemming
+    ("deploying", 2),
+    ("deployed", 2),
+    ("scheduling", 0),
+    # Chinese and Japanese: no spaces, found by a two-character word
+    ("配置", 3),
+    ("连接", 3),
+    ("検索", 4),
+    # German and French, with and without the accents
+    ("Datenbank", 5),
+    ("langsam", 5),
+    ("Größenänderung", 6),
+    ("grossenanderung", 6),
+    ("déploiement", 7),
+    ("deploiement", 7),
+    ("invalidé", 7),
+    # identifiers
+    ("retry_with_backoff", 8),
+    ("retry policy", 8),
+    ("RetryPolicy", 8),
+    ("backoff", 8),
+]
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> tuple[IndexView, list[Any]]:
+    repo, events = store(tmp_path / "repo", CORPUS)
+    return IndexView.open(repo), events
+
+
+def test_queries_find_what_they_should(corpus: tuple[IndexView, list[Any]]) -> None:
+    view, events = corpus
+    wrong = []
+    for query, index in FINDS:
+        for mode in ("hybrid", "lexical"):
+            result = search(view, query, mode=mode, now=NOW)
+            if hit_ids(result)[:1] != [events[index].id]:
+                wrong.append((query, mode, [h.event.summary(30) for h in result.hits[:3]]))
+            elif mode == "lexical" and len(result.hits) != 1:
+                wrong.append((query, mode, "other events match too"))
+    assert wrong == []
+
+
+def test_no_shared_word_finds_nothing_lexically(corpus: tuple[IndexView, list[Any]]) -> None:
+    view, _events = corpus
+    for query in ("doctor gave drugs", "zzyzx", "   ", "", "the"[:2]):
+        assert search(view, query, mode="lexical", now=NOW).hits == []
+
+
+# modes ---------------------------------------------------------------------------------
+def test_modes_lexical_vector_hybrid(corpus: tuple[IndexView, list[Any]]) -> None:
+    view, events = corpus
+    physician = events[9].id
+
+    lexical = search(view, "physician medicine", mode="lexical", now=NOW)
+    assert hit_ids(lexical) == [physician]
+    assert all(h.vector_rank is None and h.lexical_rank for h in lexical.hits)
+    assert lexical.vector_candidates == 0
+
+    vector = search(view, "physician medicine", mode="vector", now=NOW)
+    assert hit_ids(vector)[:1] == [physician]
+    assert all(h.lexical_rank is None and h.vector_rank for h in vector.hits)
+    assert vector.lexical_candidates == 0
+
+    hybrid = search(view, "physician medicine", mode="hybrid", now=NOW)
+    top = hybrid.hits[0]
+    assert top.event.id == physician and top.lexical_rank == 1 and top.vector_rank == 1
+    assert top.relevance == pytest.approx(1.0)
+
+    # a paraphrase with no word in common: only the vectors can find it
+    paraphrase = "doctor gave drugs"
+    assert search(view, paraphrase, mode="lexical", now=NOW).hits == []
+    by_meaning = search(view, paraphrase, mode="vector", now=NOW)
+    assert hit_ids(by_meaning)[:1] == [physician]
+    assert by_meaning.hits[0].vector_score is not None and by_meaning.hits[0].vector_score > 0.5
+    assert hit_ids(search(view, paraphrase, now=NOW))[:1] == [physician]
+
+
+def test_bad_mode_and_limit_are_usage_errors(corpus: tuple[IndexView, list[Any]]) -> None:
+    view, _events = corpus
+    with pytest.raises(UsageError):
+        search(view, "timezone", mode="semantic")
+    with pytest.raises(UsageError):
+        search(view, "timezone", limit=0)
+
+
+def test_cli_modes(tmp_path: Path) -> None:
+    repo, events = store(tmp_path / "repo", CORPUS)
+    physician = events[9].id
+    assert cli_ids(repo, "search", "doctor gave drugs", "--mode", "lexical") == []
+    assert cli_ids(repo, "search", "doctor gave drugs", "--mode", "vector")[:1] == [physician]
+    assert cli_ids(repo, "search", "postgress")[:1] == [events[1].id]
+    code, _out, err = cli(repo, "search", "x", "--mode", "semantic")
+    assert code != 0 and "semantic" in err
+
+
+# no query string can raise ----------------------------------------------------------------
+NASTY = st.sampled_from(
+    [
+        "AND", "OR", "NOT", '"', "(", ")", ":", "\\", "*", "?", "~", "^", "[", "]", "{", "}",
+        "text:", "words:", "cjk:", "id:", "key:", "nofield:", "+", "-", "!", "/", "\x00", "\n",
+        "\t", "\x7f", "TO", "a", "db", "2", "1.5", "中文", "🚀", "'", "<", ">", "=", "IN",
+    ]
+)  # fmt: skip
+QUERIES = st.one_of(
+    st.text(max_size=60),
+    st.lists(NASTY, max_size=10).map(" ".join),
+    st.lists(NASTY, max_size=10).map("".join),
+)
+FUZZ = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+@FUZZ
+@given(query=QUERIES, mode=st.sampled_from(["hybrid", "lexical", "vector"]))
+def test_any_query_is_safe(corpus: tuple[IndexView, list[Any]], query: str, mode: str) -> None:
+    view, _events = corpus
+    result = search(view, query, mode=mode, now=NOW, all_branches=True)
+    assert isinstance(result, SearchResult)
+    scores = [h.score for h in result.hits]
+    assert scores == sorted(scores, reverse=True)
+    assert len(set(hit_ids(result))) == len(result.hits)
+
+
+ADVANCED = st.lists(NASTY, max_size=8).map(" ".join)
+
+
+@FUZZ
+@given(query=ADVANCED)
+def test_any_advanced_query_is_safe(corpus: tuple[IndexView, list[Any]], query: str) -> None:
+    view, _events = corpus
+    for mode in ("hybrid", "lexical"):
+        assert isinstance(search(view, query, mode=mode, advanced=True, now=NOW), SearchResult)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        'text:"unclosed phrase',
+        "(timezone AND",
+        "timezone OR OR NOT",
+        "nofield:timezone",
+        "text:[a TO",
+        "text:timezone^x",
+        "\\",
+        "text:*",  # an "exists" query the parser accepts and the engine refuses
+        "id:*",
+        "nofield:*",
+        "text: *",
+    ],
+)
+def test_advanced_syntax_errors_never_raise(
+    corpus: tuple[IndexView, list[Any]], query: str
+) -> None:
+    view, _events = corpus
+    assert isinstance(search(view, query, advanced=True, now=NOW), SearchResult)
+
+
+def test_advanced_syntax_works(corpus: tuple[IndexView, list[Any]]) -> None:
+    view, events = corpus
+    assert hit_ids(search(view, '"connection pool"', advanced=True, mode="lexical")) == [
+        events[1].id
+    ]
+    assert hit_ids(search(view, "timezone AND scheduler", advanced=True, mode="lexical")) == [
+        events[0].id
+    ]
+    assert hit_ids(search(view, "timezone AND webpack", advanced=True, mode="lexical")) == []
+
+
+def test_cli_any_query_is_safe(tmp_path: Path) -> None:
+    repo, _events = store(tmp_path / "repo", CORPUS[:3])
+    for query in ['"(unclosed AND', "a:b:c \\ NOT", "x --json", "\x01\x02 OR", "text:[a TO"]:
+        code, _out, err = cli(repo, "search", query)
+        assert code == 0, (query, err)
+        code, _out, err = cli(repo, "search", "--advanced", query)
+        assert code == 0, (query, err)
+
+
+# filters -----------------------------------------------------------------------------
+def _filter_store(path: Path) -> tuple[Path, dict[str, Any]]:
+    """Events that all mention 'gadget', varied in every filterable way."""
+    repo = new_repo(path)
+    git(repo, "branch", "feat")
+    with Memory.open(repo) as mem:
+        cap = mem.append("capsule_open", {"kind": "session", "intent": "gadget capsule"})
+        specs = [
+            ("note", {"text": "gadget one", "tags": ["ui"], "paths": ["src/app/main.py"]},
+             "s1", "a1", cap.id, "main"),
+            ("note", {"text": "gadget two", "tags": ["db"], "paths": ["docs/guide.md"]},
+             "s2", "a2", None, "main"),
+            ("decision", {"key": "gadget", "value": "gadget three", "paths": ["src/db.py"]},
+             "s1", "a2", None, "main"),
+            ("learning", {"text": "gadget four", "tags": ["ui", "db"]},
+             "s2", "a1", cap.id, "feat"),
+            ("note", {"text": "gadget five", "paths": ["tests/test_gadget.py"]},
+             None, None, None, "feat"),
+        ]  # fmt: skip
+        drafts = [
+            Draft(t, b, session=s, agent=a, capsule=c, branch=br, time=T0 + i * DAY_US)
+            for i, (t, b, s, a, c, br) in enumerate(specs)
+        ]
+        events = mem.append_many(drafts)
+    named = {e.field("text") or e.field("value"): e for e in events}
+    named["capsule"] = cap
+    return repo, named
+
+
+def test_filters(tmp_path: Path) -> None:
+    repo, ev = _filter_store(tmp_path / "repo")
+    view = IndexView.open(repo)
+    one, two, three, four, five = (
+        ev[f"gadget {n}"].id for n in ("one", "two", "three", "four", "five")
+    )
+    cap = ev["capsule"].id
+
+    def found(where: EventFilter | None = None, **kw: Any) -> set[str]:
+        sets = []
+        for mode in ("lexical", "hybrid"):
+            kw.setdefault("all_branches", True)
+            sets.append(
+                set(hit_ids(search(view, "gadget", limit=50, where=where, mode=mode, **kw)))
+            )
+        assert sets[0] == sets[1]
+        return sets[0]
+
+    everything = {one, two, three, four, five, cap}
+    assert found() == everything
+    assert found(EventFilter(types=["note"])) == {one, two, five}
+    assert found(EventFilter(types=["decision", "learning"])) == {three, four}
+    assert found(EventFilter(sessions=["s1"])) == {one, three}
+    assert found(EventFilter(capsules=[cap])) == {cap, one, four}
+    assert found(EventFilter(actors=["a2"])) == {two, three}
+    user = ev["gadget one"].scope["user"]  # every event's user scope
+    assert found(EventFilter(actors=[user])) == everything
+    assert found(EventFilter(actors=["nobody"])) == set()
+    assert found(EventFilter(tags=["ui"])) == {one, four}
+    assert found(EventFilter(paths=["src/"])) == {one, three}
+    assert found(EventFilter(paths=["src"])) == {one, three}
+    assert found(EventFilter(paths=["*.py"])) == {one, three, five}
+    assert found(EventFilter(paths=["docs/guide.md"])) == {two}
+    assert found(EventFilter(since=T0 + 1 * DAY_US, until=T0 + 3 * DAY_US)) == {two, three}
+    assert found(EventFilter(types=["note"], sessions=["s1"], tags=["ui"])) == {one}
+    # branches: main's own events; feat sees its own, main's from before its memory
+    # started, and the decision main made
+    assert found(all_branches=False, branch="main") == {cap, one, two, three}
+    assert found(all_branches=False, branch="feat") == {
+        e.id for e in Memory.open(repo).events(branch="feat")
+    }
+    assert {four, five, three} <= found(all_branches=False, branch="feat")
+    # the filters agree with Memory's
+    with Memory.open(repo) as mem:
+        for where in (
+            EventFilter(types=["note"]),
+            EventFilter(paths=["*.py"]),
+            EventFilter(sessions=["s2"], tags=["db"]),
+        ):
+            assert found(where) == {e.id for e in mem.events(where, all_branches=True)}
+
+
+def test_cli_filters(tmp_path: Path) -> None:
+    repo, ev = _filter_store(tmp_path / "repo")
+    one, two, three, four, five = (
+        ev[f"gadget {n}"].id for n in ("one", "two", "three", "four", "five")
+    )
+    cap = ev["capsule"].id
+    base = ["search", "gadget", "--all-branches", "--limit", "50"]
+
+    def found(*args: str) -> set[str]:
+        return set(cli_ids(repo, *base, *args))
+
+    assert found("--type", "note") == {one, two, five}
+    assert found("--type", "note", "--type", "learning") == {one, two, four, five}
+    assert found("--session", "s2") == {two, four}
+    assert found("--capsule", cap[:10]) == {cap, one, four}
+    assert found("--actor", "a1") == {one, four}
+    assert found("--tag", "db") == {two, four}
+    assert found("--path", "src/") == {one, three}
+    assert found("--path", "tests/*.py") == {five}
+    iso = lambda us: str(us)  # noqa: E731  (microseconds are a valid time)
+    # the capsule was opened "now", after every other event
+    assert found("--since", iso(T0 + 3 * DAY_US)) == {four, five, cap}
+    assert found("--until", iso(T0 + 1 * DAY_US)) == {one}
+    assert found("--since", "2026-05-29T00:00:00Z", "--until", "2026-05-31") == {two, three}
+    assert set(cli_ids(repo, "search", "gadget", "--branch", "main", "--limit", "50")) == {
+        cap,
+        one,
+        two,
+        three,
+    }
+    code, _out, err = cli(repo, "search", "gadget", "--type", "nonsense")
+    assert code != 0 and "nonsense" in err
+
+
+def test_filters_apply_before_the_candidate_limit(tmp_path: Path) -> None:
+    """An event the filter allows is found however many better matches it does not allow."""
+    repo = new_repo(tmp_path / "repo")
+    with Memory.open(repo) as mem:
+        special = mem.append_many(
+            [
+                Draft(
+                    "note",
+                    {
+                        "text": "alpha, among many other words about unrelated release "
+                        "planning and the weather and lunch and more filler words",
+                        "paths": ["special/only.py"],
+                    },
+                    session="special",
+                    time=T0,
+                )
+            ]
+        )[0]
+        mem.append_many(
+            [
+                Draft(
+                    "note",
+                    {"text": f"alpha widget {i}"},
+                    session="common",
+                    time=T0 + (i + 1) * HOUR,
+                )
+                for i in range(300)
+            ]
+        )
+    view = IndexView.open(repo)
+    plain = search(view, "alpha widget", limit=10, now=NOW)
+    assert special.id not in hit_ids(plain)
+    for mode in ("lexical", "vector", "hybrid"):
+        for where in (
+            EventFilter(sessions=["special"]),
+            EventFilter(paths=["special/"]),
+            EventFilter(until=T0 + 1),
+        ):
+            result = search(view, "alpha widget", limit=5, where=where, now=NOW, mode=mode)
+            assert hit_ids(result) == [special.id], (mode, where)
+    assert cli_ids(repo, "search", "alpha widget", "--session", "special") == [special.id]
+
+
+# scores do not depend on the candidate limit ----------------------------------------------
+WORDS = [
+    "cache", "retry", "timeout", "database", "index", "query", "latency", "worker", "queue",
+    "deploy", "rollback", "schema", "migration", "token", "session", "lock", "build", "test",
+    "flaky", "network",
+]  # fmt: skip
+
+
+@pytest.fixture
+def varied(tmp_path: Path) -> tuple[Path, IndexView]:
+    import random
+
+    rng = random.Random(7)
+    texts = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12))) for _ in range(300)]
+    repo, _events = store(tmp_path / "repo", texts)
+    return repo, IndexView.open(repo)
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "lexical", "vector"])
+def test_scores_do_not_depend_on_the_candidate_limit(
+    varied: tuple[Path, IndexView], mode: str
+) -> None:
+    _repo, view = varied
+    for query in ("cache retry", "database migration rollback", "worker"):
+        few = search(view, query, mode=mode, limit=10, candidates=50, now=NOW)
+        many = search(view, query, mode=mode, limit=10, candidates=500, now=NOW)
+        assert len(few.hits) == 10
+        assert [h.to_json() for h in few.hits] == [h.to_json() for h in many.hits]
+        assert [h.score for h in few.hits] == [h.score for h in many.hits]
+        top3 = search(view, query, mode=mode, limit=3, now=NOW)
+        top10 = search(view, query, mode=mode, limit=10, now=NOW)
+        assert [h.to_json() for h in top3.hits] == [h.to_json() for h in top10.hits[:3]]
+
+
+def test_score_formula(varied: tuple[Path, IndexView]) -> None:
+    _repo, view = varied
+    for hit in search(view, "flaky network test", limit=20, now=NOW).hits:
+        ranks = [r for r in (hit.lexical_rank, hit.vector_rank) if r]
+        assert hit.relevance == pytest.approx(
+            sum(1 / (RRF_K + r) for r in ranks) / (2 / (RRF_K + 1))
+        )
+        assert hit.recency == pytest.approx(recency(hit.event.time, NOW))
+        assert hit.score == pytest.approx(
+            RELEVANCE_WEIGHT * hit.relevance + RECENCY_WEIGHT * hit.recency
+        )
+
+
+@pytest.mark.xfail(
+    reason="BUG: with a filter, gitmem/index/vectors.py scores vectors exactly (Vectors._exact, "
+    "float query); without one, by usearch's int8 distances: the same event's cosine differs "
+    "by up to ~0.01 and the order of hits changes when an unrelated event is filtered out",
+    strict=True,
+)
+def test_a_filter_does_not_change_vector_scores(varied: tuple[Path, IndexView]) -> None:
+    repo, _view = varied
+    with Memory.open(repo) as mem:
+        mem.decide("lunch", "pizza")  # the one event the filter below leaves out
+    view = IndexView.open(repo)
+    changed = []
+    for query in WORDS:
+        plain = search(view, query, mode="vector", limit=20, now=NOW)
+        notes = search(
+            view, query, mode="vector", limit=20, now=NOW, where=EventFilter(types=["note"])
+        )
+        a = [
+            (h.event.id, round(h.vector_score or 0, 4))
+            for h in plain.hits
+            if h.event.type == "note"
+        ]
+        b = [(h.event.id, round(h.vector_score or 0, 4)) for h in notes.hits][: len(a)]
+        if a != b:
+            changed.append(query)
+    assert changed == []
+
+
+# determinism ---------------------------------------------------------------------------
+def test_same_store_query_and_now_give_identical_output(varied: tuple[Path, IndexView]) -> None:
+    repo, view = varied
+    for query in ("cache retry", "schema migration token", "networks"):
+        first = dumps(search(view, query, limit=20, now=NOW))
+        assert first == dumps(search(view, query, limit=20, now=NOW))
+        assert first == dumps(search(IndexView.open(repo), query, limit=20, now=NOW))
+    args = [sys.executable, "-m", "gitmem.cli.main", "search", "cache retry", "--limit", "20"]
+    args += ["--now", str(NOW), "--json", "-C", str(repo)]
+    outputs = [subprocess.run(args, capture_output=True, check=True).stdout for _ in range(2)]
+    assert outputs[0] == outputs[1]
+    assert json.loads(outputs[0]) == search(view, "cache retry", limit=20, now=NOW).to_json()
+
+
+def _grow(repo: Path, mem: Memory, fork: bool) -> None:
+    """16 events added in four steps, with an incremental refresh after each. (Kept
+    this small so that the vector index's HNSW graph links every vector with every
+    other: with a few hundred, usearch's approximate walk may miss close vectors, and
+    which ones depends on how the graph was built.)"""
+    import random
+
+    rng = random.Random(3)
+    for step in range(4):
+        branch = "feat" if fork and step >= 2 else "main"
+        if fork and step == 2:
+            git(repo, "branch", "feat")
+            mem.fork("feat")
+        mem.append_many(
+            [
+                Draft(
+                    "note",
+                    {"text": " ".join(rng.choice(WORDS) for _ in range(6))},
+                    branch=branch,
+                    time=T0 + (step * 3 + i) * HOUR,
+                )
+                for i in range(3)
+            ]
+        )
+        mem.decide(f"k{step}", rng.choice(WORDS), reason="cache policy", branch=branch)
+        refresh(mem)
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "lexical", "vector"])
+@pytest.mark.parametrize(
+    "fork",
+    [
+        False,
+        pytest.param(
+            True,
+            marks=pytest.mark.xfail(
+                reason="BUG: provenance 'branch' of events written before a fork differs "
+                "between an incrementally built and a rebuilt index (the 'ref' column)",
+                strict=True,
+            ),
+        ),
+    ],
+)
+def test_incremental_and_rebuilt_index_give_identical_output(
+    tmp_path: Path, fork: bool, mode: str
+) -> None:
+    repo = new_repo(tmp_path / "repo")
+    queries = ("cache retry", "database worker", "policy", "flaky")
+    with Memory.open(repo) as mem:
+        _grow(repo, mem, fork)
+        view = IndexView.open(repo)
+        assert view.report is None
+        assert view.table.num_rows == 16
+        before = [
+            dumps(search(view, q, limit=30, now=NOW, all_branches=True, mode=mode)) for q in queries
+        ]
+        assert refresh(mem, rebuild=True).mode == "full"
+    view = IndexView.open(repo)
+    after = [
+        dumps(search(view, q, limit=30, now=NOW, all_branches=True, mode=mode)) for q in queries
+    ]
+    assert before == after
+
+
+# recency ---------------------------------------------------------------------------------
+def test_newer_of_two_equal_events_ranks_first(tmp_path: Path) -> None:
+    repo = new_repo(tmp_path / "repo")
+    with Memory.open(repo) as mem:
+        old, new = mem.append_many(
+            [
+                Draft("note", {"text": "the quasar flickers"}, time=NOW - 61 * DAY_US),
+                Draft("note", {"text": "the quasar flickers"}, time=NOW - 1 * DAY_US),
+            ]
+        )
+        mem.note("an unrelated note about lunch")
+    view = IndexView.open(repo)
+    for mode in ("hybrid", "lexical", "vector"):
+        result = search(view, "quasar flickers", now=NOW, mode=mode)
+        assert hit_ids(result)[:2] == [new.id, old.id], mode
+        a, b = result.hits[:2]
+        assert a.recency > b.recency
+        assert a.recency == pytest.approx(0.5 ** (1 / 30))
+        assert b.recency == pytest.approx(0.5 ** (61 / 30))
+
+    # an earlier "now" changes the recency of every hit; before both, both count as new
+    later = search(view, "quasar", now=NOW).to_json()["hits"]
+    earlier = search(view, "quasar", now=NOW - 30 * DAY_US).to_json()["hits"]
+    assert {h["id"]: h["components"]["recency"] for h in later} != {
+        h["id"]: h["components"]["recency"] for h in earlier
+    }
+    before_both = search(view, "quasar", now=NOW - 100 * DAY_US)
+    assert [h.recency for h in before_both.hits] == [1.0, 1.0]
+
+
+def test_cli_now_changes_recency(tmp_path: Path) -> None:
+    repo = new_repo(tmp_path / "repo")
+    with Memory.open(repo) as mem:
+        (event,) = mem.append_many([Draft("note", {"text": "nebula"}, time=T0)])
+    at_t0 = cli_json(repo, "search", "nebula", "--now", str(T0))["hits"][0]
+    month = cli_json(repo, "search", "nebula", "--now", str(T0 + 30 * DAY_US))["hits"][0]
+    iso = cli_json(repo, "search", "nebula", "--now", "2026-06-27T00:00:00Z")["hits"][0]
+    assert at_t0["id"] == month["id"] == event.id
+    assert at_t0["components"]["recency"] == 1.0
+    assert month["components"]["recency"] == 0.5
+    assert 0.5 < iso["components"]["recency"] < 1.0
+    assert at_t0["score"] > month["score"]
+
+
+@pytest.mark.xfail(
+    reason="BUG: gitmem/retrieval/search.py _fuse ranks events with equal BM25/cosine "
+    "scores 1, 2 by id, so an id tie-break worth up to 1.6% of relevance outweighs "
+    "recency: of two identical events less than ~7 days apart, the older ranks first "
+    "whenever its id sorts lower",
+    strict=True,
+)
+def test_newer_of_two_identical_events_ranks_first_even_a_day_apart(tmp_path: Path) -> None:
+    # Make sure the older event has the smaller id (ties in each engine break by id).
+    for attempt in range(40):
+        repo = new_repo(tmp_path / f"repo{attempt}")
+        with Memory.open(repo) as mem:
+            old, new = mem.append_many(
+                [
+                    Draft("note", {"text": "the pulsar spins"}, time=NOW - 2 * DAY_US),
+                    Draft("note", {"text": "the pulsar spins"}, time=NOW - 1 * DAY_US),
+                ]
+            )
+        if old.id < new.id:
+            break
+    else:
+        pytest.fail("could not get the id order wanted")
+    view = IndexView.open(repo)
+    for mode in ("lexical", "vector", "hybrid"):
+        assert hit_ids(search(view, "pulsar spins", now=NOW, mode=mode)) == [new.id, old.id], mode
+
+
+# --explain ------------------------------------------------------------------------------
+def test_explain_shows_ranks_formula_and_provenance(tmp_path: Path) -> None:
+    repo = new_repo(tmp_path / "repo")
+    (repo / "clock.py").write_text("SKEW = 0\n")
+    git(repo, "add", "clock.py")
+    git(repo, "commit", "-q", "-m", "fix the clock skew")
+    sha = git(repo, "rev-parse", "HEAD").strip()
+    with Memory.open(repo) as mem:
+        cap = mem.open_capsule("session", "fix the flaky scheduler")
+        note = mem.note("the clock skew breaks the scheduler", capsule=cap.id)
+        mem.note("unrelated lunch order", capsule=cap.id)
+        mem.link_commit(sha, message="fix the clock skew", capsule=cap.id)
+        lonely = mem.note("clock skew seen elsewhere too")
+    code, out, err = cli(repo, "search", "clock skew scheduler", "--explain", "--now", str(NOW))
+    assert code == 0, err
+    lines = out.splitlines()
+    first = next(i for i, line in enumerate(lines) if f"[{note.id[:12]}]" in line)
+    block = "\n".join(lines[first + 1 : first + 5])
+    assert "lexical #1 (bm25 " in block and f"-> 1/({RRF_K}+1)" in block
+    assert "vector #" in block and "(cosine " in block
+    assert (
+        f"= {RELEVANCE_WEIGHT} x relevance " in block and f"+ {RECENCY_WEIGHT} x recency " in block
+    )
+    assert f"from event {note.id[:12]} on main (memory commit {note.commit[:12]})" in block
+    assert f"capsule {cap.id[:12]}" in block
+    assert f"code commit {sha[:12]}" in block
+
+    data = cli_json(repo, "search", "clock skew scheduler", "--now", str(NOW))
+    prov = {h["id"]: h["provenance"] for h in data["hits"]}
+    assert prov[note.id] == {
+        "event": note.id,
+        "memory_commit": note.commit,
+        "branch": "main",
+        "capsule": cap.id,
+        "session": None,
+        "code_commit": sha,
+    }
+    assert prov[lonely.id]["code_commit"] is None and prov[lonely.id]["capsule"] is None
+    hit = next(h for h in data["hits"] if h["id"] == note.id)
+    assert hit["components"]["lexical_rank"] == 1 and hit["components"]["vector_rank"] >= 1
+    assert hit["components"]["lexical_bm25"] > 0
+
+
+def test_explain_for_a_vector_only_hit(tmp_path: Path) -> None:
+    repo, events = store(tmp_path / "repo", CORPUS)
+    code, out, err = cli(repo, "search", "doctor gave drugs", "--explain", "--limit", "1")
+    assert code == 0, err
+    assert f"[{events[9].id[:12]}]" in out
+    assert "lexical: no match" in out and "vector #1 (cosine " in out
+
+
+def test_search_in_a_repository_without_memory(tmp_path: Path) -> None:
+    repo = new_repo(tmp_path / "repo")
+    data = cli_json(repo, "search", "anything")
+    assert data["hits"] == []
+    assert os.path.isdir(repo / ".git" / "edda" / "index")
