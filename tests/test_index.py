@@ -511,31 +511,8 @@ def test_damaged_sidecar_is_rebuilt_by_refresh(tmp_path: Path, damage: str) -> N
     fsck(repo)
 
 
-# Opening a view checks only the memory tips, so a sidecar damaged while memory did not
-# move is found only when it is read: these fail instead of being rebuilt.
-VIEW_BUG = (
-    "BUG: IndexView.open only compares memory tips (is_fresh); a damaged sidecar with "
-    "unchanged memory is not rebuilt and the query fails"
-)
-
-
-@pytest.mark.parametrize(
-    "damage",
-    [
-        pytest.param(d, marks=pytest.mark.xfail(reason=VIEW_BUG, strict=True))
-        if d
-        in (
-            "truncated events.arrow",
-            "missing events.arrow",
-            "garbage members.arrow",
-            "garbage fulltext meta.json",
-            "missing fulltext dir",
-            "garbage vectors.usearch",
-        )
-        else d
-        for d in DAMAGE
-    ],
-)
+# Opening a view rebuilds a sidecar damaged while memory did not move.
+@pytest.mark.parametrize("damage", DAMAGE)
 def test_damaged_sidecar_is_rebuilt_when_a_query_opens_the_view(
     tmp_path: Path, damage: str
 ) -> None:

@@ -490,12 +490,6 @@ def test_score_formula(varied: tuple[Path, IndexView]) -> None:
         )
 
 
-@pytest.mark.xfail(
-    reason="BUG: with a filter, gitmem/index/vectors.py scores vectors exactly (Vectors._exact, "
-    "float query); without one, by usearch's int8 distances: the same event's cosine differs "
-    "by up to ~0.01 and the order of hits changes when an unrelated event is filtered out",
-    strict=True,
-)
 def test_a_filter_does_not_change_vector_scores(varied: tuple[Path, IndexView]) -> None:
     repo, _view = varied
     with Memory.open(repo) as mem:
@@ -640,13 +634,6 @@ def test_cli_now_changes_recency(tmp_path: Path) -> None:
     assert at_t0["score"] > month["score"]
 
 
-@pytest.mark.xfail(
-    reason="BUG: gitmem/retrieval/search.py _fuse ranks events with equal BM25/cosine "
-    "scores 1, 2 by id, so an id tie-break worth up to 1.6% of relevance outweighs "
-    "recency: of two identical events less than ~7 days apart, the older ranks first "
-    "whenever its id sorts lower",
-    strict=True,
-)
 def test_newer_of_two_identical_events_ranks_first_even_a_day_apart(tmp_path: Path) -> None:
     # Make sure the older event has the smaller id (ties in each engine break by id).
     for attempt in range(40):

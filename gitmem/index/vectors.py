@@ -76,14 +76,17 @@ class Vectors:
     ) -> list[tuple[int, float]]:
         """(key, cosine similarity) best first, ties by key.
 
-        ``allowed`` restricts the keys; when it is small the allowed vectors are
-        scored exactly, else the approximate search widens until enough of its
-        results are allowed.
+        ``allowed`` restricts the keys. Up to ``EXACT_LIMIT`` candidates (the
+        allowed keys, or the whole index) are scored exactly; otherwise the
+        approximate search widens until enough of its results are allowed, and
+        those are rescored exactly.
         """
         import numpy as np
 
         if limit <= 0 or len(self.index) == 0:
             return []
+        if allowed is None and len(self.index) <= EXACT_LIMIT:
+            allowed = [int(k) for k in self.index.keys]
         if allowed is not None and len(allowed) <= EXACT_LIMIT:
             return self._exact(query, sorted(allowed), limit)
         permitted = None if allowed is None else set(allowed)
@@ -98,8 +101,9 @@ class Vectors:
             if len(pairs) >= limit or count >= len(self.index):
                 break
             count = min(len(self.index), count * 4)
-        pairs.sort(key=lambda p: (-round(p[1], 6), p[0]))
-        return pairs[:limit]
+        # Rescore exactly: with and without a filter, the same event then gets
+        # the same cosine (usearch's int8 distance differs by up to ~0.01).
+        return self._exact(query, sorted(k for k, _d in pairs), limit)
 
     def _exact(self, query: Any, keys: list[int], limit: int) -> list[tuple[int, float]]:
         import numpy as np

@@ -35,6 +35,8 @@ from gitmem.storage import layout
 from gitmem.storage.gitconfig import Config, get_last, read_config
 from gitmem.storage.locate import RepoLocation, locate, memory_branch
 
+# What opening a damaged sidecar raises (Arrow, Tantivy and usearch errors included).
+_DAMAGE = (ValueError, OSError, RuntimeError)
 DEFAULT_WAIT = (
     5.0  # seconds a reader waits for another process's build before reading the previous version
 )
@@ -112,12 +114,46 @@ class IndexView:
         if manifest is None:
             raise NotFoundError("there is no memory index yet", "build it with 'git edda index'")
         try:
-            return cls(location, config, manifest, stale=stale, report=report)
-        except ValueError as exc:
+            return cls._checked(location, config, manifest, stale, report, embed)
+        except _DAMAGE as exc:
+            if not refresh:
+                raise NotFoundError(
+                    f"the memory index is unreadable ({exc})",
+                    "rebuild it with 'git edda index --rebuild'",
+                ) from None
+        # A damaged sidecar is never trusted: rebuild it, then read the new one.
+        from gitmem.index.refresh import refresh as run_refresh
+        from gitmem.memory.api import Memory
+
+        with Memory(location, config) as mem:
+            report = run_refresh(mem, rebuild=True, embed=embed)
+        manifest = read_manifest(root)
+        if manifest is None:
             raise NotFoundError(
-                f"the memory index is unreadable ({exc})",
-                "rebuild it with 'git edda index --rebuild'",
-            ) from None
+                "the memory index could not be rebuilt", "run 'git edda index --rebuild'"
+            )
+        return cls._checked(location, config, manifest, False, report, embed)
+
+    @classmethod
+    def _checked(
+        cls,
+        location: RepoLocation,
+        config: Config,
+        manifest: Manifest,
+        stale: bool,
+        report: RefreshReport | None,
+        embed: bool,
+    ) -> IndexView:
+        """A view whose tables, full text and (when used) vectors all open."""
+        view = cls(location, config, manifest, stale=stale, report=report)
+        view.fulltext.count()
+        if embed and manifest.model:
+            from gitmem.index.vectors import VECTORS_FILE
+
+            if not (view.directory / VECTORS_FILE).exists():
+                raise ValueError("vectors.usearch is missing")
+            _ = view.vectors
+        return view
 
     # where ------------------------------------------------------------------------
     @property

@@ -238,7 +238,11 @@ def _fuse(
     best = engines / (RRF_K + 1)
     parts: dict[int, dict[str, tuple[int, float]]] = {}
     for name, ranked in (("lexical", lexical), ("vector", vector)):
-        for rank, (row, score) in enumerate(ranked, 1):
+        rank, previous = 0, None
+        for position, (row, score) in enumerate(ranked, 1):
+            # Equal scores share a rank: an id tie-break must not outweigh recency.
+            if previous is None or round(score, 6) != previous:
+                rank, previous = position, round(score, 6)
             parts.setdefault(row, {})[name] = (rank, score)
     if not parts:
         return []
