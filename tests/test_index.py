@@ -248,12 +248,6 @@ def test_incremental_refreshes_equal_a_full_rebuild(ops: list[tuple[str, int, in
         assert len(ids_) == len(set(ids_))
 
 
-@pytest.mark.xfail(
-    reason="BUG: the events table's 'ref' column (and so Event.branch, search provenance) "
-    "depends on the build history: an incremental refresh lists an event under the chain it "
-    "was first seen on, a full build under the first chain in sorted order that reaches it",
-    strict=True,
-)
 def test_incremental_and_full_agree_on_the_ref_column(tmp_path: Path) -> None:
     repo = new_repo(tmp_path / "repo")
     with Memory.open(repo) as mem:

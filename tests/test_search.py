@@ -555,20 +555,7 @@ def _grow(repo: Path, mem: Memory, fork: bool) -> None:
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "lexical", "vector"])
-@pytest.mark.parametrize(
-    "fork",
-    [
-        False,
-        pytest.param(
-            True,
-            marks=pytest.mark.xfail(
-                reason="BUG: provenance 'branch' of events written before a fork differs "
-                "between an incrementally built and a rebuilt index (the 'ref' column)",
-                strict=True,
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("fork", [False, True])
 def test_incremental_and_rebuilt_index_give_identical_output(
     tmp_path: Path, fork: bool, mode: str
 ) -> None:

@@ -313,6 +313,13 @@ class _Builder:
 
         info = self.backend.read_commit(commit)
         check_format(info.message, f"memory commit {commit} on {ref}")
+        # The chain an event was written to, from its commit's subject ("… on
+        # <branch>"): the same however the index was built (walk order would
+        # credit an inherited event to whichever chain was walked first).
+        subject = info.message.split("\n", 1)[0]
+        _, sep, where = subject.rpartition(" on ")
+        if sep:
+            ref = layout.DETACHED_REF if where == "detached HEAD" else layout.branch_ref(where)
         for _blob, envelope in self.ledger.commit_envelopes(commit, info):
             if isinstance(envelope, dict) and isinstance(envelope.get("id"), str):
                 yield envelope, ref, commit
