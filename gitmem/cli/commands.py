@@ -92,6 +92,36 @@ def check_types(types: list[str] | None) -> None:
             )
 
 
+def event_filter(
+    source: Any,
+    *,
+    type: list[str] | None,
+    session: list[str] | None,
+    capsule: list[str] | None,
+    actor: list[str] | None,
+    tag: list[str] | None,
+    path: list[str] | None,
+    since: str | None,
+    until: str | None,
+    now_us: int,
+    include_redacted: bool,
+) -> EventFilter:
+    """The filter the listing and search options describe (capsule prefixes
+    resolved through ``source``, times relative to ``now_us``)."""
+    check_types(type)
+    return EventFilter(
+        types=type or (),
+        sessions=session or (),
+        actors=actor or (),
+        tags=tag or (),
+        paths=path or (),
+        capsules=[source.get(c).id for c in capsule or []],
+        since=parse_time(since, now_us) if since else None,
+        until=parse_time(until, now_us) if until else None,
+        include_redacted=include_redacted,
+    )
+
+
 def _written(event: Event, what: str) -> Output:
     return Output(
         event.to_json() | {"id": event.id},
@@ -369,15 +399,17 @@ def log(
     check_types(type)
     now_us = parse_time(now, wall_us()) if now else wall_us()
     with _open(common) as mem:
-        where = EventFilter(
-            types=type or (),
-            sessions=session or (),
-            actors=actor or (),
-            tags=tag or (),
-            paths=path or (),
-            capsules=[mem.get(c).id for c in capsule or []],
-            since=parse_time(since, now_us) if since else None,
-            until=parse_time(until, now_us) if until else None,
+        where = event_filter(
+            mem,
+            type=type,
+            session=session,
+            capsule=capsule,
+            actor=actor,
+            tag=tag,
+            path=path,
+            since=since,
+            until=until,
+            now_us=now_us,
             include_redacted=not no_redacted,
         )
         kw: dict[str, Any] = {"all_branches": all_branches, "limit": limit}

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
-from gitmem.cli.commands import DEFAULT_COMMON, Common, Output, app, check_types
+from gitmem.cli.commands import DEFAULT_COMMON, Common, Output, app, event_filter
 from gitmem.memory.query import EventFilter
 from gitmem.memory.timespec import format_time, parse_time
 from gitmem.storage.clock import wall_us
@@ -77,33 +77,6 @@ def index(
     return Output(report.to_json(), "\n".join(lines))
 
 
-def _where(
-    view: Any,
-    *,
-    type: list[str] | None,
-    session: list[str] | None,
-    capsule: list[str] | None,
-    actor: list[str] | None,
-    tag: list[str] | None,
-    path: list[str] | None,
-    since: str | None,
-    until: str | None,
-    now_us: int,
-) -> EventFilter:
-    check_types(type)
-    return EventFilter(
-        types=type or (),
-        sessions=session or (),
-        actors=actor or (),
-        tags=tag or (),
-        paths=path or (),
-        capsules=[view.get(c).id for c in capsule or []],
-        since=parse_time(since, now_us) if since else None,
-        until=parse_time(until, now_us) if until else None,
-        include_redacted=False,
-    )
-
-
 def _now(now: str | None) -> int:
     return parse_time(now, wall_us()) if now else wall_us()
 
@@ -140,8 +113,9 @@ def search(
 
     now_us = _now(now)
     view = _view(common)
-    where = _where(
+    where = event_filter(
         view,
+        include_redacted=False,
         type=type,
         session=session,
         capsule=capsule,
