@@ -86,7 +86,8 @@ class VectorSync:
                 except ValueError:
                     vectors = None
             if vectors is None:
-                self._rebuild(embedder, cache, dim, why="model" if switched else "redaction")
+                why = "model" if switched else "redaction" if redacted else "unreadable"
+                self._rebuild(embedder, cache, dim, why=why)
             else:
                 rows = [(r["_key64"], r["text"]) for r in new]
                 if self.manifest.unembedded:
