@@ -44,7 +44,7 @@ from gitmem.storage.locate import RepoLocation
 if TYPE_CHECKING:
     from gitmem.memory.api import Memory
 
-INDEX_VERSION = 2  # 2: full-text documents carry key64
+INDEX_VERSION = 3  # 2: full-text documents carry key64; 3: as a fast field
 INDEX_DIR = "index"
 MANIFEST = "manifest.json"
 LOCK_TIMEOUT = 600.0

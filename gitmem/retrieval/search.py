@@ -175,13 +175,13 @@ def _lexical(
     view: Any, query: str, pool: int, allowed: Any, advanced: bool
 ) -> list[tuple[int, float]]:
     """(row, BM25) of the best allowed full-text matches."""
-    want = pool * 4
+    want = pool if allowed is None else pool * 4
     while True:
         found = view.fulltext.search_keys(query, want, advanced=advanced)
-        rows = view.rows_for_keys([key for key, _id, _score in found])
+        rows = view.rows_for_keys([key for key, _score in found])
         kept = [
             (row, score)
-            for row, (_key, _id, score) in zip(rows, found, strict=True)
+            for row, (_key, score) in zip(rows, found, strict=True)
             if row is not None and (allowed is None or allowed[row])
         ]
         if len(kept) >= pool or len(found) < want:
