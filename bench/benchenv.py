@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,3 +43,26 @@ def machine() -> str:
         f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
         f"{platform.system()} {platform.release()}"
     )
+
+
+def run_python(code: str, *args: str, env: dict[str, str]) -> str:
+    """Run ``python -c code args`` in a fresh process; its stdout (exit on failure)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        raise SystemExit(proc.stderr)
+    return proc.stdout
+
+
+def timed_edda(repo: Path, env: dict[str, str], *args: str) -> float:
+    """Milliseconds for ``git edda ARGS`` as a fresh process in ``repo``."""
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "gitmem.cli.main", *args],
+        cwd=repo,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    return (time.perf_counter() - start) * 1000

@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from benchenv import isolated_env, machine  # noqa: E402
+from benchenv import isolated_env, machine, run_python, timed_edda  # noqa: E402
 from retrieval import GENERATE, PHASE  # noqa: E402
 
 HOT = r"""
@@ -80,27 +80,6 @@ print(json.dumps(out))
 """
 
 
-def _py(code: str, *args: str, env: dict[str, str]) -> str:
-    proc = subprocess.run(
-        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, check=False
-    )
-    if proc.returncode != 0:
-        raise SystemExit(proc.stderr)
-    return proc.stdout
-
-
-def _cli(repo: Path, env: dict[str, str], *args: str) -> float:
-    start = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "gitmem.cli.main", *args],
-        cwd=repo,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    return (time.perf_counter() - start) * 1000
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000)
@@ -122,12 +101,12 @@ def main() -> int:
                 ["git", "commit", "-q", "--allow-empty", "-m", "i"], cwd=repo, env=env, check=True
             )
             t = time.perf_counter()
-            _py(GENERATE, str(repo), str(args.events), "1", "1735689600000000", env=env)
+            run_python(GENERATE, str(repo), str(args.events), "1", "1735689600000000", env=env)
             print(f"generated {args.events} events in {time.perf_counter() - t:.0f} s")
             t = time.perf_counter()
-            _py(PHASE, str(repo), "rebuild", "embed", env=env)
+            run_python(PHASE, str(repo), "rebuild", "embed", env=env)
             print(f"built the indexes in {time.perf_counter() - t:.0f} s")
-        hot = json.loads(_py(HOT, str(repo), "yes" if args.memory else "no", env=env))
+        hot = json.loads(run_python(HOT, str(repo), "yes" if args.memory else "no", env=env))
         print(f"context/ask over the index, {args.events} events, {machine()}")
         for name, row in hot.items():
             extra = f", Memory {row['memory']:.0f} ms" if "memory" in row else ""
@@ -142,7 +121,9 @@ def main() -> int:
             ),
             ("cold `ask QUERY`", ["ask", "pool connection retry"]),
         ):
-            times = [_cli(repo, env, *cli_args, "--now", "2026-01-01") for _ in range(args.cold)]
+            times = [
+                timed_edda(repo, env, *cli_args, "--now", "2026-01-01") for _ in range(args.cold)
+            ]
             print(f"  {label:<40} p50 {statistics.median(times):.0f} ms, best {min(times):.0f} ms")
     return 0
 

@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchenv import isolated_env, machine  # noqa: E402
+from benchenv import isolated_env, machine, run_python, timed_edda  # noqa: E402
 
 QUERIES = [
     "connection pool exhausted under load",
@@ -123,27 +123,6 @@ print(json.dumps(times))
 """
 
 
-def _py(code: str, *args: str, env: dict[str, str]) -> str:
-    proc = subprocess.run(
-        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, check=False
-    )
-    if proc.returncode != 0:
-        raise SystemExit(proc.stderr)
-    return proc.stdout
-
-
-def _timed_cli(repo: Path, env: dict[str, str], *args: str) -> float:
-    start = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "gitmem.cli.main", *args],
-        cwd=repo,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    return (time.perf_counter() - start) * 1000
-
-
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -179,34 +158,34 @@ def main() -> int:
         )
         start_us = 1_735_689_600_000_000  # 2025-01-01
         t = time.perf_counter()
-        _py(GENERATE, str(repo), str(args.events), "1", str(start_us), env=env)
+        run_python(GENERATE, str(repo), str(args.events), "1", str(start_us), env=env)
         rows.append(
             (f"generate {args.events} events (not a target)", f"{time.perf_counter() - t:.1f} s")
         )
 
-        build = json.loads(_py(PHASE, str(repo), "rebuild", "no-embed", env=env))
+        build = json.loads(run_python(PHASE, str(repo), "rebuild", "no-embed", env=env))
         rows.append(
             (
                 "index build: table + full text",
                 f"{build['seconds']:.1f} s, peak RSS {build['rss_mb']:.0f} MB",
             )
         )
-        vec = json.loads(_py(PHASE, str(repo), "refresh", "embed", env=env))
+        vec = json.loads(run_python(PHASE, str(repo), "refresh", "embed", env=env))
         rows.append(
             (
                 "index build: embeddings + vector index",
                 f"{vec['seconds']:.1f} s ({vec['report']['embedded']} distinct texts), peak RSS {vec['rss_mb']:.0f} MB",
             )
         )
-        _py(GENERATE, str(repo), "100", "2", str(start_us + 366 * 86400 * 10**6), env=env)
-        inc = json.loads(_py(PHASE, str(repo), "refresh", "embed", env=env))
+        run_python(GENERATE, str(repo), "100", "2", str(start_us + 366 * 86400 * 10**6), env=env)
+        inc = json.loads(run_python(PHASE, str(repo), "refresh", "embed", env=env))
         rows.append(
             (
                 "incremental refresh, 100 new events (incl. embeddings)",
                 f"{inc['report']['seconds'] * 1000:.0f} ms in refresh, {inc['seconds'] * 1000:.0f} ms with open",
             )
         )
-        hot = json.loads(_py(HOT, str(repo), json.dumps(queries), env=env))
+        hot = json.loads(run_python(HOT, str(repo), json.dumps(queries), env=env))
         rows.append(
             (
                 "search, hot (in-process) p50 / p95",
@@ -214,7 +193,7 @@ def main() -> int:
             )
         )
         cold = [
-            _timed_cli(repo, env, "search", queries[i % len(queries)], "--now", "2026-01-01")
+            timed_edda(repo, env, "search", queries[i % len(queries)], "--now", "2026-01-01")
             for i in range(args.cold)
         ]
         rows.append(
@@ -224,7 +203,7 @@ def main() -> int:
             )
         )
         ctx = [
-            _timed_cli(
+            timed_edda(
                 repo,
                 env,
                 "context",

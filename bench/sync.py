@@ -23,17 +23,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchenv import isolated_env, machine  # noqa: E402
+from benchenv import isolated_env, machine, timed_edda  # noqa: E402
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
     start = time.perf_counter()
     subprocess.run(cmd, cwd=cwd, env=env, check=True, capture_output=True)
     return (time.perf_counter() - start) * 1000
-
-
-def _edda(repo: Path, env: dict[str, str], *args: str) -> float:
-    return _run([sys.executable, "-m", "gitmem.cli.main", *args], repo, env)
 
 
 def _append(repo: Path, env: dict[str, str], count: int, prefix: str, branch: str) -> None:
@@ -68,19 +64,21 @@ def main() -> int:
         _run(["git", "clone", "-q", remote.as_uri(), str(a)], base, env)
         _run(["git", "commit", "-q", "--allow-empty", "-m", "initial"], a, env)
         _run(["git", "push", "-q", "origin", "main"], a, env)
-        _edda(a, env, "init", "--no-fetch")
+        timed_edda(a, env, "init", "--no-fetch")
         _append(a, env, args.events, "a", "main")
-        rows.append((f"first push of {args.events} events", _edda(a, env, "push")))
+        rows.append((f"first push of {args.events} events", timed_edda(a, env, "push")))
         b = base / "b"
         _run(["git", "clone", "-q", remote.as_uri(), str(b)], base, env)
-        rows.append((f"bootstrap a fresh clone ({args.events} events)", _edda(b, env, "init")))
-        rows.append(("sync with nothing to do", _edda(a, env, "sync")))
+        rows.append((f"bootstrap a fresh clone ({args.events} events)", timed_edda(b, env, "init")))
+        rows.append(("sync with nothing to do", timed_edda(a, env, "sync")))
         _append(a, env, 100, "a2", "main")
         _append(b, env, 100, "b2", "main")
-        _edda(a, env, "sync")
-        rows.append(("sync after 100 new events on each side", _edda(b, env, "sync")))
+        timed_edda(a, env, "sync")
+        rows.append(("sync after 100 new events on each side", timed_edda(b, env, "sync")))
         _append(b, env, 100, "f", "feature")
-        rows.append(("memory merge of a branch with 100 events", _edda(b, env, "merge", "feature")))
+        rows.append(
+            ("memory merge of a branch with 100 events", timed_edda(b, env, "merge", "feature"))
+        )
     print(f"# bench/sync.py: local bare remote over file://; {machine()}")
     for name, ms in rows:
         print(f"{name:<48} {ms:>8.0f} ms")
