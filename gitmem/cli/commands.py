@@ -92,6 +92,11 @@ def check_types(types: list[str] | None) -> None:
             )
 
 
+def now_or_wall(now: str | None) -> int:
+    """``--now`` as microseconds (relative to the wall clock), else the wall clock."""
+    return parse_time(now, wall_us()) if now else wall_us()
+
+
 def event_filter(
     source: Any,
     *,
@@ -396,8 +401,7 @@ def log(
     common: Common = DEFAULT_COMMON,
 ) -> Output:
     """List events, oldest first (filters combine; repeat an option for OR)."""
-    check_types(type)
-    now_us = parse_time(now, wall_us()) if now else wall_us()
+    now_us = now_or_wall(now)
     with _open(common) as mem:
         where = event_filter(
             mem,
@@ -538,7 +542,7 @@ def unpin(id: str, *, who: Who = DEFAULT_WHO, common: Common = DEFAULT_COMMON) -
 @app.command
 def pins(*, now: str | None = None, common: Common = DEFAULT_COMMON) -> Output:
     """List pins in force (--now makes the answer reproducible)."""
-    now_us = parse_time(now, wall_us()) if now else wall_us()
+    now_us = now_or_wall(now)
     with _open(common) as mem:
         found = mem.pins(now=now_us)
     rows = [

@@ -11,10 +11,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
-from gitmem.cli.commands import DEFAULT_COMMON, Common, Output, app, event_filter
+from gitmem.cli.commands import DEFAULT_COMMON, Common, Output, app, event_filter, now_or_wall
 from gitmem.memory.query import EventFilter
-from gitmem.memory.timespec import format_time, parse_time
-from gitmem.storage.clock import wall_us
+from gitmem.memory.timespec import format_time
 
 
 @contextmanager
@@ -77,10 +76,6 @@ def index(
     return Output(report.to_json(), "\n".join(lines))
 
 
-def _now(now: str | None) -> int:
-    return parse_time(now, wall_us()) if now else wall_us()
-
-
 @app.command
 def search(
     query: str,
@@ -111,7 +106,7 @@ def search(
     """
     from gitmem.retrieval.search import search as run_search
 
-    now_us = _now(now)
+    now_us = now_or_wall(now)
     view = _view(common)
     where = event_filter(
         view,
@@ -230,7 +225,7 @@ def context(
     from gitmem.capture.active import read_active
     from gitmem.retrieval.context import build_context
 
-    now_us = _now(now)
+    now_us = now_or_wall(now)
     view = _view(common)
     active = read_active(view.location)
     kw: dict[str, Any] = {}
@@ -267,7 +262,7 @@ def ask(
     """
     from gitmem.retrieval.ask import ask as run_ask
 
-    now_us = _now(now)
+    now_us = now_or_wall(now)
     view = _view(common)
     kw: dict[str, Any] = {}
     if branch is not None:

@@ -89,7 +89,7 @@ class VectorSync:
                 why = "model" if switched else "redaction" if redacted else "unreadable"
                 self._rebuild(embedder, cache, dim, why=why)
             else:
-                rows = [(r["_key64"], r["text"]) for r in new]
+                rows = [(r["key64"], r["text"]) for r in new]
                 if self.manifest.unembedded:
                     rows = self._unembedded(vectors)
                 self._add(vectors, embedder, cache, rows)

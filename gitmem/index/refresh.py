@@ -376,7 +376,7 @@ def _row(
     key = b.get("key") if b and event_type == "decision" else None
     return {
         "id": envelope["id"],
-        "key64": None,  # filled by the table writer
+        "key64": key64(envelope["id"]),
         "type": event_type,
         "time": int(envelope.get("time", 0)),
         "commit": commit,
@@ -395,7 +395,6 @@ def _row(
         "text": event_text(event_type, b),
         "envelope": json.dumps(envelope, sort_keys=True, ensure_ascii=False),
         "body": json.dumps(b, sort_keys=True, ensure_ascii=False) if b is not None else None,
-        "_key64": key64(envelope["id"]),
     }
 
 
@@ -418,7 +417,7 @@ def _docs(rows: list[dict[str, Any]]) -> Iterator[Any]:
     from gitmem.index.fulltext import TextDoc
 
     for row in rows:
-        yield TextDoc(row["id"], row["_key64"], row["text"])
+        yield TextDoc(row["id"], row["key64"], row["text"])
 
 
 class _State:
@@ -472,7 +471,6 @@ class _State:
         rows: list[dict[str, Any]] = pc.filter(self.events, mask).to_pylist()
         for row in rows:
             row["was_missing"] = row["missing"]
-            row["_key64"] = row["key64"]
         return rows
 
     def missing_rows(self) -> list[dict[str, Any]]:
@@ -510,8 +508,6 @@ class _State:
         import pyarrow as pa
 
         schema = tables.event_schema()
-        for row in [*new_rows, *replaced]:
-            row["key64"] = row["_key64"]
         events = self.events
         if replaced:
             drop = pc.is_in(events.column("id"), value_set=pa.array([r["id"] for r in replaced]))

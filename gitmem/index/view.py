@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from gitmem.capture.sealer import _UNSET
@@ -295,16 +294,6 @@ class IndexView:
             self._ids = {eid: i for i, eid in enumerate(self.table.column("id").to_pylist())}
         return self._ids
 
-    def events_by_id(self, ids: Sequence[str]) -> dict[str, Event]:
-        import pyarrow as pa
-
-        if not ids:
-            return {}
-        rows = pc.filter(
-            self.table, pc.is_in(self.table.column("id"), value_set=pa.array(list(ids)))
-        )
-        return {e.id: e for e in self.rows_to_events(rows)}
-
     # selection ------------------------------------------------------------------------
     def _commits(self, ref: str) -> Any:
 
@@ -333,7 +322,7 @@ class IndexView:
         own = (
             pc.is_in(commit, value_set=self._commits(own_ref))
             if own_ref is not None
-            else pa.array([False] * self.table.num_rows, pa.bool_())
+            else pc.invert(pc.all_true(self.table.num_rows))
         )
         mode = self._follow_trunk(trunk)
         trunk_name = self.trunk if mode != "none" else None
@@ -361,11 +350,7 @@ class IndexView:
         import pyarrow as pa
 
         t = self.table
-        mask = (
-            pa.array([True] * t.num_rows, pa.bool_())
-            if all_branches
-            else self.pool_mask(branch, trunk)
-        )
+        mask = pc.all_true(t.num_rows) if all_branches else self.pool_mask(branch, trunk)
         if where is None:
             return mask
 
@@ -435,20 +420,3 @@ class IndexView:
         from gitmem.index.window import window
 
         return window(self, branch_kwargs)
-
-
-def index_paths(location: RepoLocation) -> dict[str, Path]:
-    """Where the sidecar files of the current version are (for status and docs)."""
-    root = index_root(location)
-    manifest = read_manifest(root)
-    if manifest is None:
-        return {"root": root}
-    directory = root / manifest.generation
-    return {
-        "root": root,
-        "events": directory / tables.EVENTS_FILE,
-        "members": directory / tables.MEMBERS_FILE,
-        "fulltext": directory / manifest.fulltext,
-        "vectors": directory / "vectors.usearch",
-        "embeddings": root / "embeddings",
-    }
