@@ -8,6 +8,7 @@ code (through :func:`gitmem.errors.exit_code_for`).
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -74,6 +75,10 @@ def run(argv: Sequence[str]) -> int:
 
 def main() -> None:
     """Console-script entry point."""
+    # numpy's OpenBLAS keeps a thread per core spinning after each call; on a
+    # 2-core machine that took ~150 ms of CPU from a context pack, whose
+    # matrix products are tiny. Set before numpy loads; the user's value wins.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     sys.exit(run(sys.argv[1:]))
 
 

@@ -14,6 +14,7 @@ status is only for that log, nobody waits for it.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -56,6 +57,9 @@ def main(argv: list[str]) -> int:
     from gitmem.githooks.run import log
     from gitmem.storage.locate import locate
 
+    # One BLAS thread: spinning OpenBLAS workers would compete with the
+    # user's git and agent on a small machine (see gitmem.cli.main).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     location = None
     try:
         location = locate(argv[1])
