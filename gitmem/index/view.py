@@ -15,6 +15,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
+
 from gitmem.capture.sealer import _UNSET
 from gitmem.errors import AmbiguousIdError, NotFoundError
 from gitmem.index import compute as pc
@@ -49,6 +51,20 @@ def _pending_work(location: RepoLocation) -> bool:
     return bool(spool.pending(location.state_dir)) or has_pending(location.state_path)
 
 
+_DECODE = msgspec.json.Decoder().decode
+
+
+def _decode(text: str) -> Any:
+    """A stored JSON document. msgspec reads these small documents about twice
+    as fast as ``json.loads`` (a context pack decodes thousands); anything it
+    refuses but the standard library accepts (say, an escaped lone surrogate
+    written by an older version) still decodes."""
+    try:
+        return _DECODE(text)
+    except msgspec.DecodeError:
+        return json.loads(text)
+
+
 class IndexView:
     """A read-only view of memory backed by the sidecar indexes."""
 
@@ -74,8 +90,6 @@ class IndexView:
         self._vectors: Any = None
         self._ids: dict[str, int] | None = None
         self._embedder: Any = _UNSET
-        self._embedder_error: BaseException | None = None
-        self._preload: Any = None
         self._key_sort: Any = None
         self._links: list[tuple[int, str | None, str | None, str | None]] | None = None
 
@@ -183,38 +197,20 @@ class IndexView:
                 self._vectors = Vectors(path, self.manifest.dim, view=True)
         return self._vectors
 
-    def _load_embedder(self) -> None:
-        from gitmem.embed import get_embedder
+    @property
+    def embedder(self) -> Any:
+        """The configured query embedder, loaded once per view (None: vectors disabled).
 
-        try:
+        Loaded in the calling thread: the tokenizer's load holds the GIL, so a
+        background thread would only interleave with the query, not overlap it."""
+        if self._embedder is _UNSET:
+            from gitmem.embed import get_embedder
+
             embedder = get_embedder(self.config, stamp_dir=self.root)
             load = getattr(embedder, "load", None)
             if load is not None:
                 load()
             self._embedder = embedder
-        except BaseException as exc:  # raised again where the embedder is used
-            self._embedder_error = exc
-
-    def preload_embedder(self) -> None:
-        """Start loading the query embedder in a thread: the tokenizer's load
-        (~60 ms) then overlaps the full-text search instead of following it."""
-        import threading
-
-        if self.manifest.model and self._preload is None and self._embedder is _UNSET:
-            self._preload = threading.Thread(target=self._load_embedder, daemon=True)
-            self._preload.start()
-
-    @property
-    def embedder(self) -> Any:
-        """The configured query embedder, loaded once per view (None: vectors disabled)."""
-        if self._preload is not None:
-            self._preload.join()
-            self._preload = None
-        if self._embedder is _UNSET and self._embedder_error is None:
-            self._load_embedder()
-        if self._embedder_error is not None:
-            error, self._embedder_error = self._embedder_error, None
-            raise error
         return self._embedder
 
     # rows -> events ---------------------------------------------------------------------
@@ -232,8 +228,8 @@ class IndexView:
         ):
             out.append(
                 Event(
-                    json.loads(envelope),
-                    None if body is None else json.loads(body),
+                    _decode(envelope),
+                    None if body is None else _decode(body),
                     ref,
                     commit,
                     bool(redacted),

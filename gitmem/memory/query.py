@@ -62,6 +62,9 @@ class EventFilter:
         return True
 
 
+_GLOB_CHARS = frozenset("*?[")
+
+
 def path_matches(path: str, pattern: str) -> bool:
     """Exact match, directory prefix, or glob."""
     path = path.removeprefix("./")
@@ -72,4 +75,6 @@ def path_matches(path: str, pattern: str) -> bool:
         return True
     if path.startswith(pattern.rstrip("/") + "/"):
         return True
-    return fnmatchcase(path, pattern)
+    # Without a glob character the pattern matches only itself (checked above):
+    # skip compiling it, which the first match of each distinct path would pay.
+    return not _GLOB_CHARS.isdisjoint(pattern) and fnmatchcase(path, pattern)

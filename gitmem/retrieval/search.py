@@ -153,8 +153,6 @@ def search(
     pool = candidates or max(limit * 5, 50)
     if view.table.num_rows == 0:
         return result
-    if mode != "lexical" and hasattr(view, "preload_embedder"):
-        view.preload_embedder()
     allowed = _allowed(view, where, branch, all_branches)
     if allowed is not None and not allowed.any():
         return result
