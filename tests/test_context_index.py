@@ -592,3 +592,46 @@ def test_random_stores_match(
         same_answer(repo, "k1", view)
         same_answer(repo, query or "parser", view, search=search)
         same_answer(repo, query or "parser", view)
+
+
+TEXTS = st.text(st.characters(blacklist_categories=("Cs",)), max_size=260)
+
+
+@settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    decisions=st.lists(
+        st.tuples(
+            st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=40),
+            TEXTS,
+            TEXTS,
+            st.sampled_from([None, "claude", "  ", "agent\twith\nspaces"]),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    paths=st.sampled_from([(), ("src/a.py",)]),
+)
+def test_decision_lines_from_outlines_match_decoded_events(
+    decisions: list[tuple[str, str, str, str | None]], paths: tuple[str, ...]
+) -> None:
+    """The index shows decisions from their stored line (no decoding): the
+    pack must be what describing each decoded event gives, whatever the
+    key, value, reason (whitespace, long, non-ASCII) and agent."""
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = scratch_repo(Path(tmp) / "repo")
+        with Memory.open(repo) as mem:
+            for n, (key, value, reason, agent) in enumerate(decisions):
+                body = {
+                    "key": key,
+                    "value": value,
+                    "reason": reason,
+                    "paths": ["src/a.py"][: n % 2],
+                }
+                mem.append_many([Draft("decision", body, None, time=T0 + n, agent=agent)])
+        view = open_view(repo)
+        same_pack(repo, view, now=T0 + DAY, budget=20_000, session=None, paths=paths, query=None)
+        same_pack(repo, view, now=T0 + DAY, budget=120, session=None, paths=paths, query=None)

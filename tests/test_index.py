@@ -527,15 +527,19 @@ def test_cli_search_survives_a_damaged_fulltext_index_after_memory_moved(tmp_pat
 SECRET = "zorblaxian"
 
 
+@pytest.mark.parametrize("kind", ["note", "decision"])
 @pytest.mark.parametrize("indexed_before", [True, False])
-def test_redaction_removes_the_text_everywhere(tmp_path: Path, indexed_before: bool) -> None:
+def test_redaction_removes_the_text_everywhere(
+    tmp_path: Path, indexed_before: bool, kind: str
+) -> None:
     repo = new_repo(tmp_path / "repo")
     with Memory.open(repo) as mem:
         other = mem.note("the deploy key rotation is monthly")
-        target = mem.note(
-            f"the staging password is {SECRET} hunter", tags=["creds"], paths=["ops/secret.env"]
-        )
-        old_text = event_text("note", target.body)
+        text = f"the staging password is {SECRET} hunter"
+        where: dict[str, Any] = {"tags": ["creds"], "paths": ["ops/secret.env"]}
+        # a decision is also stored as its pack line (the ``line`` column)
+        target = mem.note(text, **where) if kind == "note" else mem.decide("ops.pw", text, **where)
+        old_text = event_text(kind, target.body)
         if indexed_before:
             refresh(mem)
             root = root_of(repo)
@@ -557,7 +561,7 @@ def test_redaction_removes_the_text_everywhere(tmp_path: Path, indexed_before: b
         assert search(view, SECRET, mode=mode, all_branches=True).hits == [], mode
     assert search_ids(view, "deploy key rotation")[:1] == [other.id]  # the rest still works
     row = next(r for r in rows(view) if r["id"] == target.id)
-    assert row["redacted"] and row["text"] == "" and row["body"] is None
+    assert row["redacted"] and row["text"] == "" and row["body"] is None and row["line"] is None
     assert row["tags"] == [] and row["paths"] == []
     assert view.get(target.id).redacted and view.get(target.id).body is None
     assert view.vectors is not None

@@ -44,7 +44,7 @@ from gitmem.storage.locate import RepoLocation
 if TYPE_CHECKING:
     from gitmem.memory.api import Memory
 
-INDEX_VERSION = 3  # 2: full-text documents carry key64; 3: as a fast field
+INDEX_VERSION = 4  # 2: full-text documents carry key64; 3: as a fast field; 4: line column
 INDEX_DIR = "index"
 MANIFEST = "manifest.json"
 LOCK_TIMEOUT = 600.0
@@ -393,9 +393,22 @@ def _row(
         "missing": b is None,
         "was_missing": b is None,
         "text": event_text(event_type, b),
+        "line": _decision_line(envelope, b, ref, commit) if event_type == "decision" else None,
         "envelope": json.dumps(envelope, sort_keys=True, ensure_ascii=False),
         "body": json.dumps(b, sort_keys=True, ensure_ascii=False) if b is not None else None,
     }
+
+
+def _decision_line(
+    envelope: dict[str, Any], body: dict[str, Any] | None, ref: str, commit: str
+) -> str | None:
+    """A decision described as context packs show it (the ``line`` column)."""
+    from gitmem.memory.event import Event
+    from gitmem.retrieval.source import LINE_WIDTH, describe
+
+    if body is None:
+        return None
+    return describe(Event(envelope, body, ref, commit, False), LINE_WIDTH)
 
 
 def _blank(row: dict[str, Any]) -> None:
@@ -405,6 +418,7 @@ def _blank(row: dict[str, Any]) -> None:
         redacted=True,
         missing=False,
         text="",
+        line=None,
         body=None,
         paths=[],
         tags=[],

@@ -47,6 +47,9 @@ def event_schema() -> Any:
             ("redacted", pa.bool_()),
             ("missing", pa.bool_()),
             ("text", pa.string()),
+            # a decision as context packs show it (describe() at LINE_WIDTH), so
+            # thousands of active decisions need no JSON decoding
+            ("line", pa.string()),
             ("envelope", pa.string()),
             ("body", pa.string()),
         ]

@@ -259,10 +259,23 @@ class IndexWindow:
         t = self.table
         mask = pc.and_(self.visible, self._type_is(("decision", "ratify")))
 
-        def column(name: str) -> tuple[str, ...]:
-            return tuple(v or "" for v in pc.filter(t.column(name), mask).to_pylist())
+        def column(name: str) -> list[Any]:
+            values: list[Any] = pc.filter(t.column(name), mask).to_pylist()
+            return values
 
-        return DecisionLedger(column("id"), column("type"), column("key"), column("target"))
+        def text(name: str) -> tuple[str, ...]:
+            return tuple(v or "" for v in column(name))
+
+        return DecisionLedger(
+            text("id"),
+            text("type"),
+            text("key"),
+            text("target"),
+            tuple(column("time")),
+            tuple(column("agent")),
+            tuple(tuple(p or ()) for p in column("paths")),
+            text("line"),
+        )
 
     def capsule_counts(self) -> dict[str, int]:
         """Events per capsule id (every event of the branch, visible or not)."""

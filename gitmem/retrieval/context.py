@@ -62,6 +62,7 @@ from gitmem.memory.event import Event
 from gitmem.memory.query import EventFilter
 from gitmem.retrieval.source import (
     CURRENT,
+    LINE_WIDTH,
     EventSource,
     SearchFn,
     branch_kwargs,
@@ -81,6 +82,7 @@ from gitmem.retrieval.tokens import chars_for, estimate_tokens
 from gitmem.retrieval.windowing import (
     BranchWindow,
     DecisionBook,
+    DecisionOutline,
     OlderSessions,
     capsule_sessions,
     session_key,
@@ -120,7 +122,7 @@ TIERS: tuple[str, ...] = tuple(spec[0] for spec in _TIER_SPECS)
 _TITLES = {spec[0]: spec[1] for spec in _TIER_SPECS}
 _NOUNS = {spec[0]: (spec[2], spec[3]) for spec in _TIER_SPECS}
 
-TEXT_WIDTH = 200  # characters of an event's text on a compact line
+TEXT_WIDTH = LINE_WIDTH  # characters of an event's text on a compact line
 HISTORY_WIDTH = 120
 MAX_HITS = 10
 MAX_WORKFLOWS = 3
@@ -264,10 +266,11 @@ class _Memory:
         self.window = window
         self.by_id = {event.id: event for event in events}
         self.book = book
-        if book is None:
-            self.states = {state.event.id: state for state in decision_states(events)}
-        else:  # only the active decisions are decoded; others' states on demand
-            self.states = {s.event.id: s for s in book.states(book.ids(superseded=False))}
+        # decision states by id: every one from a plain source; through a
+        # window, none (outlines stand in, and the book answers for an event)
+        self.states: dict[str, DecisionState] = (
+            {state.event.id: state for state in decision_states(events)} if book is None else {}
+        )
         self.closes: dict[str, Event] = {}  # capsule id -> close
         for event in events:
             if event.type == "capsule_close":
@@ -312,6 +315,12 @@ class _Memory:
     def everything(self) -> list[Event]:
         """Every event of the branch (read through the window only when asked)."""
         return self.window.everything() if self.window is not None else self.events
+
+    def outlines(self) -> list[DecisionOutline]:
+        """Every decision of the branch, outlined, in event order."""
+        if self.book is not None:
+            return self.book.outlines()
+        return [DecisionOutline.of(state) for state in self.states.values()]
 
     def state(self, event: Event) -> DecisionState | None:
         """The decision state of ``event`` (None: not a decision of the branch)."""
@@ -391,17 +400,20 @@ def build_context(
 
 def decision_line(state: DecisionState, width: int = TEXT_WIDTH) -> str:
     """A decision with its status, id-less: proposed ones start ``NOT BINDING``."""
-    event = state.event
-    text = describe(event, width)
-    date = iso_date(event.time)
-    if not state.active:
-        return f"{text} (superseded by {ref(state.superseded_by or '')}; {date})"
-    if not state.binding:
-        agent = one_line(event.scope.get("agent") or "an agent", 60)
+    return _with_status(DecisionOutline.of(state), describe(state.event, width))
+
+
+def _with_status(decision: DecisionOutline, text: str) -> str:
+    """``text`` (the decision described) with the decision's status around it."""
+    date = iso_date(decision.time)
+    if not decision.active:
+        return f"{text} (superseded by {ref(decision.superseded_by or '')}; {date})"
+    if not decision.binding:
+        agent = one_line(decision.agent or "an agent", 60)
         return f"NOT BINDING, proposed by {agent} and not ratified: {text} ({date})"
     how = (
-        "ratified " + " ".join(ref(r) for r in state.ratified_by)
-        if state.ratified_by
+        "ratified " + " ".join(ref(r) for r in decision.ratified_by)
+        if decision.ratified_by
         else "recorded by a person"
     )
     return f"{text} (binding, {how}; {date})"
@@ -569,21 +581,22 @@ def _str_list(value: Any) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
 
 
-def _relevance(paths: Sequence[str], event: Event) -> int:
-    return 0 if paths and paths_overlap(paths_of(event), paths) else 1
-
-
 def _decisions(
     memory: _Memory, paths: Sequence[str], claimed: set[str]
 ) -> tuple[list[PackItem], list[PackItem]]:
-    active = [s for s in memory.states.values() if s.active and s.event.id not in claimed]
-    active.sort(key=lambda s: (_relevance(paths, s.event), -s.event.time, s.event.id))
-    binding = [s for s in active if s.binding]
-    proposed = [s for s in active if not s.binding]
-    claimed.update(s.event.id for s in active)
+    """The active decisions not already shown, those about ``paths`` first,
+    then newest first. Their lines come from outlines: through the index, no
+    decision's event is decoded (there may be thousands)."""
+    active = [d for d in memory.outlines() if d.active and d.id not in claimed]
+    active.sort(key=lambda d: (0 if paths and paths_overlap(d.paths, paths) else 1, -d.time, d.id))
+    claimed.update(d.id for d in active)
+    items = {
+        d.id: PackItem(d.id, "decision", d.time, f"- {ref(d.id)} {_with_status(d, d.text)}")
+        for d in active
+    }
     return (
-        [_item(s.event, f"- {ref(s.event.id)} {decision_line(s)}") for s in binding],
-        [_item(s.event, f"- {ref(s.event.id)} {decision_line(s)}") for s in proposed],
+        [items[d.id] for d in active if d.binding],
+        [items[d.id] for d in active if not d.binding],
     )
 
 

@@ -174,7 +174,12 @@ def term_search(
     return [row[3] for row in scored[:limit]]
 
 
-def describe(event: Event, width: int = 200) -> str:
+LINE_WIDTH = 200
+"""Characters of an event's text on a compact line (the index stores each
+decision described at this width: see :class:`~gitmem.retrieval.windowing.DecisionOutline`)."""
+
+
+def describe(event: Event, width: int = LINE_WIDTH) -> str:
     """A one-line, id-less description of an event: ``type: text``."""
     if event.redacted:
         return f"{event.type}: [redacted]"

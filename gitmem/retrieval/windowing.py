@@ -29,12 +29,13 @@ from typing import Protocol
 
 from gitmem.memory.decisions import DecisionState
 from gitmem.memory.event import Event
-from gitmem.retrieval.source import iso_date, visible
+from gitmem.retrieval.source import LINE_WIDTH, describe, iso_date, paths_of, visible
 
 __all__ = [
     "BranchWindow",
     "DecisionBook",
     "DecisionLedger",
+    "DecisionOutline",
     "OlderSessions",
     "SessionStats",
     "SessionWindow",
@@ -91,12 +92,62 @@ class SessionWindow:
 class DecisionLedger:
     """The branch's visible ``decision`` and ``ratify`` events as light columns,
     in (time, id) order: no body is decoded. ``keys`` holds a decision's key
-    ("" for a ratify), ``targets`` a ratify's target ("" for a decision)."""
+    ("" for a ratify), ``targets`` a ratify's target ("" for a decision),
+    ``agents`` the scope agent (None when a person recorded it), ``paths``
+    the files the event is about and ``lines`` a decision's
+    :func:`~gitmem.retrieval.source.describe` text at
+    :data:`~gitmem.retrieval.source.LINE_WIDTH` ("" for a ratify)."""
 
     ids: tuple[str, ...]
     types: tuple[str, ...]
     keys: tuple[str, ...]
     targets: tuple[str, ...]
+    times: tuple[int, ...]
+    agents: tuple[str | None, ...]
+    paths: tuple[tuple[str, ...], ...]
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DecisionOutline:
+    """A decision's standing, known without decoding its event: enough to
+    order, claim and show it on a compact line (``text`` is its
+    :func:`~gitmem.retrieval.source.describe` text at
+    :data:`~gitmem.retrieval.source.LINE_WIDTH`)."""
+
+    id: str
+    time: int
+    key: str
+    agent: str | None
+    paths: tuple[str, ...]
+    text: str
+    superseded_by: str | None
+    ratified_by: tuple[str, ...]
+
+    @property
+    def active(self) -> bool:
+        return self.superseded_by is None
+
+    @property
+    def binding(self) -> bool:
+        """As :attr:`~gitmem.memory.decisions.DecisionState.binding`."""
+        return bool(self.ratified_by) or not self.agent
+
+    @classmethod
+    def of(cls, state: DecisionState) -> DecisionOutline:
+        """The outline of a decoded decision."""
+        event = state.event
+        agent = event.scope.get("agent")
+        return cls(
+            event.id,
+            event.time,
+            state.key,
+            agent if isinstance(agent, str) else None,
+            tuple(paths_of(event)),
+            describe(event, LINE_WIDTH),
+            state.superseded_by,
+            tuple(state.ratified_by),
+        )
 
 
 class BranchWindow(Protocol):
@@ -157,13 +208,6 @@ class BranchWindow(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class _Standing:
-    key: str
-    superseded_by: str | None
-    ratified_by: tuple[str, ...]
-
-
 class DecisionBook:
     """Decision states computed from a :class:`DecisionLedger`, exactly as
     :func:`~gitmem.memory.decisions.decision_states` computes them from
@@ -175,7 +219,7 @@ class DecisionBook:
 
     def __init__(self, ledger: DecisionLedger, fetch: Callable[[Iterable[str]], list[Event]]):
         self.fetch = fetch
-        self.standing: dict[str, _Standing] = {}  # decision id -> standing, in event order
+        self.standing: dict[str, DecisionOutline] = {}  # decision id -> outline, in event order
         latest: dict[str, str] = {}
         superseded: dict[str, str] = {}
         ratified: dict[str, list[str]] = {}
@@ -192,10 +236,18 @@ class DecisionBook:
                 self.ratifies.append((event_id, target))
                 if target in ratified:
                     ratified[target].append(event_id)
-        keys = dict(zip(ledger.ids, ledger.keys, strict=True))
+        rows = {event_id: n for n, event_id in enumerate(ledger.ids)}
         for event_id, ratifications in ratified.items():
-            self.standing[event_id] = _Standing(
-                keys[event_id], superseded.get(event_id), tuple(ratifications)
+            n = rows[event_id]
+            self.standing[event_id] = DecisionOutline(
+                event_id,
+                ledger.times[n],
+                ledger.keys[n],
+                ledger.agents[n],
+                ledger.paths[n],
+                ledger.lines[n],
+                superseded.get(event_id),
+                tuple(ratifications),
             )
 
     def keys(self) -> set[str]:
@@ -211,6 +263,10 @@ class DecisionBook:
             if (superseded or standing.superseded_by is None)
             and (wanted is None or standing.key in wanted)
         ]
+
+    def outlines(self, *, superseded: bool = True) -> list[DecisionOutline]:
+        """Every decision's outline in event order (active only unless ``superseded``)."""
+        return [o for o in self.standing.values() if superseded or o.active]
 
     def state(self, event: Event) -> DecisionState | None:
         """The state of a decision event (None for any other event)."""
