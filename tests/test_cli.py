@@ -235,3 +235,31 @@ def test_internal_errors_are_logged_not_dumped(repo):
     code, _, err = cli(repo, "log")
     assert code == 1
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("events", [3, 3000])
+def test_output_arrives_whole_from_a_buffered_process(tmp_path, events):
+    """The entry point leaves through os._exit after flushing. With stdout
+    block-buffered (a pipe, PYTHONUNBUFFERED unset, as for real users), a
+    small output and one far larger than any buffer both arrive whole, byte
+    for byte what the command returns in-process."""
+    import contextlib
+    import io
+    import os
+
+    from conftest import make_repo
+
+    from gitmem.cli.main import run
+
+    repo = make_repo(tmp_path / "repo", events=events)
+    args = ["log", "--limit", "5000", "--json", "-C", str(repo)]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "gitmem.cli.main", *args], capture_output=True, text=True, env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        assert run(args) == 0
+    assert proc.stdout == buffer.getvalue()
+    assert len(json.loads(proc.stdout)) == events
