@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import cli, fsck, git, init_repo
+from conftest import cli, fsck, git, init_repo, make_repo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -648,6 +648,85 @@ def test_a_reader_does_not_wait_for_another_builder(tmp_path: Path) -> None:
     assert not view.stale
     assert view.report is not None and view.report.mode == "incremental"
     assert ids(view.events()) == [old.id, new.id]
+
+
+def test_log_and_show_read_memory_while_another_process_builds(tmp_path: Path) -> None:
+    """log and show read the index, but never a stale one: while another
+    process holds the builder lock they read memory itself, newest event included."""
+    repo = new_repo(tmp_path / "repo")
+    with Memory.open(repo) as mem:
+        old = mem.note("before the lock")
+        refresh(mem)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(root_of(repo))],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        with Memory.open(repo) as mem:
+            new = mem.note("while another process builds")
+        code, out, err = cli(repo, "log", "--json")
+        assert code == 0, err
+        assert [e["id"] for e in json.loads(out)] == [old.id, new.id]
+        code, out, err = cli(repo, "show", new.id[:10], "--json")
+        assert code == 0, err
+        assert json.loads(out)["id"] == new.id
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=20)
+    assert read_manifest(root_of(repo)) is not None
+
+
+def test_log_and_show_answer_through_the_index_as_memory_does(tmp_path: Path) -> None:
+    """Across branches, forks, filters, a redaction and id prefixes, the
+    CLI's log and show (through the index) print what Memory gives."""
+    repo = make_repo(tmp_path / "repo", events=30, branches=3)
+    git(repo, "checkout", "-q", "b1")
+    with Memory.open(repo) as mem:
+        decision = mem.decide("db.engine", "postgres", paths=["src/db/pool.py"], tags=["db"])
+        secret = mem.note("token zorblaxian", paths=["ops/x.env"])
+        mem.redact(secret.id, "leak")
+    git(repo, "checkout", "-q", "-b", "feat")
+    with Memory.open(repo) as mem:
+        mem.note("on feat", tags=["db"])
+    for args in (
+        [],
+        ["--all-branches"],
+        ["--branch", "b2"],
+        ["--type", "decision", "--all-branches"],
+        ["--tag", "db"],
+        ["--path", "src/db/"],
+        ["--no-redacted", "--limit", "4"],
+    ):
+        code, out, err = cli(repo, "log", "--json", *args)
+        assert code == 0, err
+        with Memory.open(repo) as mem:
+            kw: dict[str, Any] = {"all_branches": "--all-branches" in args}
+            if "--branch" in args:
+                kw["branch"] = "b2"
+            where = EventFilter(
+                types=["decision"] if "decision" in args else (),
+                tags=["db"] if "--tag" in args else (),
+                paths=["src/db/"] if "--path" in args else (),
+                include_redacted="--no-redacted" not in args,
+            )
+            expected = mem.events(where, limit=4 if "--limit" in args else None, **kw)
+        assert [e["id"] for e in json.loads(out)] == [e.id for e in expected], args
+        assert expected, args
+    for event in (decision, secret):
+        code, out, err = cli(repo, "show", event.id[:8], "--json")
+        assert code == 0, err
+        with Memory.open(repo) as mem:
+            want = mem.get(event.id)
+        assert json.loads(out) == want.to_json() | {
+            "id": want.id,
+            "branch": want.branch,
+            "commit": want.commit,
+        }
+    assert read_manifest(root_of(repo)) is not None  # they went through the index
 
 
 # a crash before the manifest write is harmless --------------------------------------------
