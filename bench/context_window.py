@@ -11,8 +11,8 @@ Generates the store of ``bench/retrieval.py`` (observations and notes over
   median of 9 runs: without a search function (the library's own work) and
   with the CLI's hybrid search; with ``--memory``, the same calls over
   ``Memory`` once, for scale (term matching instead of a search);
-* ``git edda context QUERY --budget 2000`` and ``git edda ask QUERY`` as
-  fresh processes.
+* ``git edda context QUERY --budget 2000``, ``git edda ask QUERY``,
+  ``git edda show ID`` and ``git edda log --limit 20`` as fresh processes.
 
 Target: each in-process call <= 100 ms at 100,000 events; a cold context
 process <= 500 ms.
@@ -76,7 +76,7 @@ for name, call in calls.items():
             call(mem, None)
             row["memory"] = (time.perf_counter() - t) * 1000
     out[name] = row
-print(json.dumps(out))
+print(json.dumps({"calls": out, "an_id": view.events(limit=1)[0].id}))
 """
 
 
@@ -108,22 +108,23 @@ def main() -> int:
             print(f"built the indexes in {time.perf_counter() - t:.0f} s")
         hot = json.loads(run_python(HOT, str(repo), "yes" if args.memory else "no", env=env))
         print(f"context/ask over the index, {args.events} events, {machine()}")
-        for name, row in hot.items():
+        for name, row in hot["calls"].items():
             extra = f", Memory {row['memory']:.0f} ms" if "memory" in row else ""
             print(
                 f"  {name:<32} best {row['view_best']:6.1f} ms, "
                 f"median {row['view_median']:6.1f} ms{extra}"
             )
+        now = ["--now", "2026-01-01"]
         for label, cli_args in (
             (
                 "cold `context QUERY --budget 2000`",
-                ["context", "connection pool", "--budget", "2000"],
+                ["context", "connection pool", "--budget", "2000", *now],
             ),
-            ("cold `ask QUERY`", ["ask", "pool connection retry"]),
+            ("cold `ask QUERY`", ["ask", "pool connection retry", *now]),
+            ("cold `show ID` (an id a pack prints)", ["show", hot["an_id"][:12]]),
+            ("cold `log --limit 20`", ["log", "--limit", "20", *now]),
         ):
-            times = [
-                timed_edda(repo, env, *cli_args, "--now", "2026-01-01") for _ in range(args.cold)
-            ]
+            times = [timed_edda(repo, env, *cli_args) for _ in range(args.cold)]
             print(f"  {label:<40} p50 {statistics.median(times):.0f} ms, best {min(times):.0f} ms")
     return 0
 
