@@ -899,3 +899,26 @@ def test_provider_none_disables_vectors(tmp_path: Path) -> None:
     assert not (root_of(repo) / "embeddings").exists() or not any(
         p.stat().st_size for p in all_files(root_of(repo) / "embeddings")
     )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    stored=st.lists(st.integers(0, 40), max_size=60),
+    asks=st.lists(st.lists(st.integers(0, 45), max_size=8), min_size=3, max_size=8),
+)
+def test_key_lookups_scan_then_sort_with_the_same_answers(
+    stored: list[int], asks: list[list[int]]
+) -> None:
+    """Row lookups by key64 scan for a process's first few calls and use a
+    sorted copy after: both give the first row holding each key, None when
+    absent, whatever the duplicates (small keys force collisions)."""
+    import pyarrow as pa
+
+    view = IndexView.__new__(IndexView)  # only the table matters here
+    view.table = pa.table({"key64": pa.array(stored, pa.uint64())})
+    view._keys, view._key_sort, view._lookups = None, None, 0
+    for keys in asks * 2:  # more calls than the scanning limit
+        expected = [stored.index(k) if k in stored else None for k in keys]
+        assert view.rows_for_keys(keys) == expected
+    lookups = sum(1 for keys in asks * 2 if keys) if stored else 0
+    assert (view._key_sort is not None) == (lookups > 4)  # both ways were taken
