@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from benchenv import isolated_env, machine, run_python, timed_edda  # noqa: E402
+from benchenv import calibration, isolated_env, machine, run_python, timed_edda  # noqa: E402
 from retrieval import GENERATE, PHASE  # noqa: E402
 
 HOT = r"""
@@ -126,6 +126,7 @@ def main() -> int:
         ):
             times = [timed_edda(repo, env, *cli_args) for _ in range(args.cold)]
             print(f"  {label:<40} p50 {statistics.median(times):.0f} ms, best {min(times):.0f} ms")
+        print(f"  calibration loop after the run: {calibration():.0f} ms")
     return 0
 
 

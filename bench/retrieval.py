@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchenv import isolated_env, machine, run_python, timed_edda  # noqa: E402
+from benchenv import calibration, isolated_env, machine, run_python, timed_edda  # noqa: E402
 
 QUERIES = [
     "connection pool exhausted under load",
@@ -140,6 +140,7 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--cold", type=int, default=10)
     args = parser.parse_args()
+    start = calibration()
     rng = random.Random(7)
     queries = [
         rng.choice(QUERIES) + f" {rng.choice(['', 'again', 'today'])}" for _ in range(args.queries)
@@ -234,7 +235,7 @@ def main() -> int:
         rows.append(
             ("sidecar sizes", ", ".join(f"{k} {v / 2**20:.1f} MB" for k, v in sizes.items()))
         )
-    print(f"retrieval benchmark: {args.events} events, {machine()}")
+    print(f"retrieval benchmark: {args.events} events, {machine()} (at the start: {start:.0f} ms)")
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
         print(f"  {name:<{width}}  {value}")
