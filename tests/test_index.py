@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from gitmem.index.rows import event_text
 from gitmem.index.vectors import VECTORS_FILE, key64
 from gitmem.index.view import IndexView
 from gitmem.memory.api import Memory
+from gitmem.memory.event import Event
 from gitmem.memory.query import EventFilter
 from gitmem.retrieval.search import MODES, search
 
@@ -611,7 +613,10 @@ with builder_lock(Path(sys.argv[1]), 10):
 """
 
 
-def test_a_reader_does_not_wait_for_another_builder(tmp_path: Path) -> None:
+@contextmanager
+def written_while_another_builds(tmp_path: Path) -> Iterator[tuple[Path, Event, Event]]:
+    """(repo, old, new): ``old`` indexed, then ``new`` written while another
+    process holds the index builder lock, which it keeps for the block."""
     repo = new_repo(tmp_path / "repo")
     with Memory.open(repo) as mem:
         old = mem.note("before the lock")
@@ -626,6 +631,16 @@ def test_a_reader_does_not_wait_for_another_builder(tmp_path: Path) -> None:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         with Memory.open(repo) as mem:
             new = mem.note("while another process builds")
+        yield repo, old, new
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=20)
+    assert holder.returncode == 0
+
+
+def test_a_reader_does_not_wait_for_another_builder(tmp_path: Path) -> None:
+    with written_while_another_builds(tmp_path) as (repo, old, new):
         started = time.monotonic()
         view = IndexView.open(repo, wait=0.5)
         waited = time.monotonic() - started
@@ -639,11 +654,6 @@ def test_a_reader_does_not_wait_for_another_builder(tmp_path: Path) -> None:
         data = json.loads(out)
         assert new.id not in [h["id"] for h in data["hits"]]
         assert any("another process is updating the index" in w for w in data["warnings"])
-    finally:
-        assert holder.stdin is not None
-        holder.stdin.close()
-        holder.wait(timeout=20)
-    assert holder.returncode == 0
     view = IndexView.open(repo, wait=0.5)
     assert not view.stale
     assert view.report is not None and view.report.mode == "incremental"
@@ -653,30 +663,13 @@ def test_a_reader_does_not_wait_for_another_builder(tmp_path: Path) -> None:
 def test_log_and_show_read_memory_while_another_process_builds(tmp_path: Path) -> None:
     """log and show read the index, but never a stale one: while another
     process holds the builder lock they read memory itself, newest event included."""
-    repo = new_repo(tmp_path / "repo")
-    with Memory.open(repo) as mem:
-        old = mem.note("before the lock")
-        refresh(mem)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(root_of(repo))],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
-        with Memory.open(repo) as mem:
-            new = mem.note("while another process builds")
+    with written_while_another_builds(tmp_path) as (repo, old, new):
         code, out, err = cli(repo, "log", "--json")
         assert code == 0, err
         assert [e["id"] for e in json.loads(out)] == [old.id, new.id]
         code, out, err = cli(repo, "show", new.id[:10], "--json")
         assert code == 0, err
         assert json.loads(out)["id"] == new.id
-    finally:
-        assert holder.stdin is not None
-        holder.stdin.close()
-        holder.wait(timeout=20)
     assert read_manifest(root_of(repo)) is not None
 
 
