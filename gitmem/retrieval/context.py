@@ -400,7 +400,8 @@ def build_context(
 
 def decision_line(state: DecisionState, width: int = TEXT_WIDTH) -> str:
     """A decision with its status, id-less: proposed ones start ``NOT BINDING``."""
-    return _with_status(DecisionOutline.of(state), describe(state.event, width))
+    outline = DecisionOutline.of(state, width)
+    return _with_status(outline, outline.text)
 
 
 def _with_status(decision: DecisionOutline, text: str) -> str:

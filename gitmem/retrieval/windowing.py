@@ -134,8 +134,8 @@ class DecisionOutline:
         return bool(self.ratified_by) or not self.agent
 
     @classmethod
-    def of(cls, state: DecisionState) -> DecisionOutline:
-        """The outline of a decoded decision."""
+    def of(cls, state: DecisionState, width: int = LINE_WIDTH) -> DecisionOutline:
+        """The outline of a decoded decision (``text`` described at ``width``)."""
         event = state.event
         agent = event.scope.get("agent")
         return cls(
@@ -144,7 +144,7 @@ class DecisionOutline:
             state.key,
             agent if isinstance(agent, str) else None,
             tuple(paths_of(event)),
-            describe(event, LINE_WIDTH),
+            describe(event, width),
             state.superseded_by,
             tuple(state.ratified_by),
         )
