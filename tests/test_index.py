@@ -36,6 +36,7 @@ from gitmem.memory.api import Memory
 from gitmem.memory.event import Event
 from gitmem.memory.query import EventFilter
 from gitmem.retrieval.search import MODES, search
+from gitmem.storage.clock import wall_us
 
 FOREGROUND = {"GITMEM_HOOKS_FOREGROUND": "1"}
 PROPERTY = settings(
@@ -720,6 +721,41 @@ def test_log_and_show_answer_through_the_index_as_memory_does(tmp_path: Path) ->
             "commit": want.commit,
         }
     assert read_manifest(root_of(repo)) is not None  # they went through the index
+
+
+def test_status_pins_and_decide_read_the_index_as_memory_would(tmp_path: Path) -> None:
+    """status (counts), pins (in force, expired, redacted target) and decide
+    (which decision it supersedes) answer through the index what Memory does."""
+    repo = make_repo(tmp_path / "repo", events=20, branches=2)
+    git(repo, "checkout", "-q", "b1")
+    with Memory.open(repo) as mem:
+        first = mem.decide("db.engine", "mysql")
+        kept, gone = mem.note("pin me"), mem.note("redacted target")
+        mem.pin(kept.id, reason="read first")
+        mem.pin(gone.id)
+        mem.pin(first.id, expires=1_000_000)  # long expired
+        mem.redact(gone.id, "test")
+        status = mem.status()
+        now = wall_us() + 86_400 * 10**6
+        pins = [(p.pin.id, p.target) for p in mem.pins(now=now)]
+    assert status["redacted"] == 1 and status["events_on_branch"] < status["events_total"]
+    assert [target for _pin, target in pins] == [kept.id]
+
+    code, out, err = cli(repo, "status", "--json")
+    assert code == 0, err
+    assert json.loads(out) == status
+    code, out, err = cli(repo, "pins", "--json", "--now", str(now))
+    assert code == 0, err
+    assert [(p["pin"], p["target"]) for p in json.loads(out)] == pins
+    assert read_manifest(root_of(repo)) is not None  # they went through the index
+
+    code, out, err = cli(repo, "decide", "db.engine", "postgres", "--json")
+    assert code == 0, err
+    with Memory.open(repo) as mem:
+        assert mem.get(json.loads(out)["id"]).field("supersedes") == first.id
+        # the library's own lookup agrees, and a key never decided supersedes nothing
+        assert mem.decide("db.pool", "20").field("supersedes") is None
+        assert mem.decide("db.engine", "sqlite").field("supersedes") == json.loads(out)["id"]
 
 
 # a crash before the manifest write is harmless --------------------------------------------

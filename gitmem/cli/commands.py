@@ -328,6 +328,10 @@ def decide(
     common: Common = DEFAULT_COMMON,
 ) -> Output:
     """Record a decision KEY=VALUE; it supersedes the active decision on KEY."""
+    from gitmem.memory.api import active_decision_id
+
+    with _reader(common) as source:  # the index: no walk over every event
+        previous = active_decision_id(source, key)
     with _open(common) as mem:
         event = mem.decide(
             key,
@@ -336,6 +340,7 @@ def decide(
             scope=scope,
             paths=path or [],
             tags=tag or [],
+            supersedes=previous,
             **who.kwargs(mem),
         )
         status = (
@@ -564,9 +569,11 @@ def unpin(id: str, *, who: Who = DEFAULT_WHO, common: Common = DEFAULT_COMMON) -
 @app.command
 def pins(*, now: str | None = None, common: Common = DEFAULT_COMMON) -> Output:
     """List pins in force (--now makes the answer reproducible)."""
+    from gitmem.memory.api import pins_in_force
+
     now_us = now_or_wall(now)
-    with _open(common) as mem:
-        found = mem.pins(now=now_us)
+    with _reader(common) as source:
+        found = pins_in_force(source, now=now_us)
     rows = [
         f"{p.pin.id[:12]}  -> {p.target[:20]:<20} {p.target_event.summary(60) if p.target_event else ''}"
         for p in found
@@ -709,8 +716,10 @@ def flush(*, common: Common = DEFAULT_COMMON) -> Output:
 @app.command
 def status(*, common: Common = DEFAULT_COMMON) -> Output:
     """Summarise this repository's memory."""
+    with _reader(common) as source:
+        counts = source.counts(source.branch) if hasattr(source, "counts") else None
     with _open(common) as mem:
-        info = mem.status()
+        info = mem.status(counts)
     last = format_time(info["last_event_time"]) if info["last_event_time"] else "never"
     text = (
         f"repository: {info['repository']}\nbranch:     {info['branch'] or 'detached HEAD'} ({info['memory_ref']})\n"

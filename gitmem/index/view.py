@@ -423,6 +423,28 @@ class IndexView:
             )
         return self.rows_to_events(self.table.slice(ids[found[0]], 1))[0]
 
+    def counts(self, branch: str | None) -> dict[str, Any]:
+        """The event counts of :meth:`Memory.status <gitmem.memory.api.Memory.status>`:
+        events on ``branch``'s own chain, in all, redacted, memory refs, and the
+        newest event's time."""
+        t = self.table
+        ref = layout.branch_ref(branch)
+        on_branch = 0
+        if ref in self.manifest.tips:
+            own = pc.false_if_null(pc.is_in(t.column("commit"), value_set=self._commits(ref)))
+            on_branch = pc.filter(t.column("id"), own).length()
+        redacted = pc.filter(t.column("id"), t.column("redacted")).length()
+        times = t.column("time")
+        # rows are sorted by time: each chunk's last row is its newest
+        last = max((c[len(c) - 1].as_py() for c in times.chunks if len(c)), default=None)
+        return {
+            "events_on_branch": int(on_branch),
+            "events_total": t.num_rows,
+            "redacted": int(redacted),
+            "memory_refs": len(self.manifest.tips),
+            "last_event_time": last,
+        }
+
     def window(self, branch_kwargs: dict[str, Any]) -> Any:
         """A branch's events fetched by need, for context packs and ``ask``
         (an :class:`~gitmem.index.window.IndexWindow`; ``branch_kwargs`` as for

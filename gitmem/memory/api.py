@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from gitmem.sync.protocol import SyncReport
 
 
+_LOOK_UP = object()  # Memory.decide: find the decision superseded
+
+
 @dataclass(frozen=True)
 class CapsuleInfo:
     id: str
@@ -521,15 +524,21 @@ class Memory:
         scope: str = "",
         paths: Sequence[str] = (),
         tags: Sequence[str] = (),
+        supersedes: str | object | None = _LOOK_UP,
         **kw: Any,
     ) -> Event:
-        """Record a decision; it supersedes the active decision on the same key."""
-        previous = active_decision(self.events(EventFilter(types=["decision"])), key)
+        """Record a decision; it supersedes the active decision on the same key.
+
+        ``supersedes`` is that decision's id (None: there is none) when the
+        caller has already looked it up, e.g. through the index; otherwise it
+        is looked up here, which reads every event of the branch."""
+        if supersedes is _LOOK_UP:
+            supersedes = active_decision_id(self, key)
         body = _compact(
             key=key, value=value, reason=reason, scope=scope, paths=list(paths), tags=list(tags)
         )
-        if previous is not None:
-            body["supersedes"] = previous.event.id
+        if supersedes is not None:
+            body["supersedes"] = str(supersedes)
         return self.append("decision", body, **kw)
 
     def ratify(self, target: str, *, note: str = "", **kw: Any) -> Event:
@@ -767,29 +776,7 @@ class Memory:
 
     def pins(self, *, now: int, **kw: Any) -> list[PinInfo]:
         """Pins in force at ``now`` (µs): not unpinned, not expired, target not redacted."""
-        self._load()
-        active: dict[str, Event] = {}
-        for event in self.events(EventFilter(types=["pin", "unpin"]), **kw):
-            if event.body is None:
-                continue
-            target = str(event.field("target"))
-            if event.type == "unpin":
-                active.pop(target, None)
-            else:
-                active[target] = event
-        result = []
-        for target, pin in active.items():
-            expires = pin.field("expires")
-            if isinstance(expires, int) and expires <= now:
-                continue
-            target_id = target.removeprefix("summary:")
-            target_event = self._events.get(target_id)
-            if target_event is None or target_event.redacted:
-                continue
-            result.append(
-                PinInfo(pin, target, None if target.startswith("summary:") else target_event)
-            )
-        return result
+        return pins_in_force(self, now=now, **kw)
 
     # maintenance ------------------------------------------------------------------
     def redact(self, event_id: str, reason: str, **kw: Any) -> Event:
@@ -830,12 +817,23 @@ class Memory:
 
         return verify(self)
 
-    def status(self) -> dict[str, Any]:
-        """A summary of this repository's memory."""
-        self._load()
+    def status(self, counts: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A summary of this repository's memory.
+
+        ``counts`` (``events_on_branch``, ``events_total``, ``redacted``,
+        ``memory_refs``, ``last_event_time``) may come from the index
+        (:meth:`IndexView.counts <gitmem.index.view.IndexView.counts>`);
+        without them every event is read."""
         ref = layout.branch_ref(self.branch)
-        on_branch = len(self._per_ref.get(ref, []))
-        last = max((e.time for e in self._events.values()), default=None)
+        if counts is None:
+            self._load()
+            counts = {
+                "events_on_branch": len(self._per_ref.get(ref, [])),
+                "events_total": len(self._events),
+                "redacted": sum(e.redacted for e in self._events.values()),
+                "memory_refs": len(self._per_ref),
+                "last_event_time": max((e.time for e in self._events.values()), default=None),
+            }
         state = self.location.state_dir
         return {
             "repository": str(self.location.workdir or self.location.git_dir),
@@ -843,14 +841,44 @@ class Memory:
             "memory_ref": ref,
             "backend": self.backend.name,
             "format": layout.FORMAT_VERSION,
-            "events_on_branch": on_branch,
-            "events_total": len(self._events),
-            "redacted": sum(e.redacted for e in self._events.values()),
-            "memory_refs": len(self._per_ref),
+            **counts,
             "spool_pending": len(spool.pending(state)),
             "spool_quarantined": len(spool.quarantined(state)),
-            "last_event_time": last,
         }
+
+
+def pins_in_force(source: Any, *, now: int, **kw: Any) -> list[PinInfo]:
+    """Pins in force at ``now`` (µs) on the current branch of ``source`` (a
+    :class:`Memory` or an index view): not unpinned, not expired, target not redacted."""
+    active: dict[str, Event] = {}
+    for event in source.events(EventFilter(types=["pin", "unpin"]), **kw):
+        if event.body is None:
+            continue
+        target = str(event.field("target"))
+        if event.type == "unpin":
+            active.pop(target, None)
+        else:
+            active[target] = event
+    result = []
+    for target, pin in active.items():
+        expires = pin.field("expires")
+        if isinstance(expires, int) and expires <= now:
+            continue
+        try:
+            target_event = source.get(target.removeprefix("summary:"))
+        except (NotFoundError, AmbiguousIdError, UsageError):  # not an event's id
+            continue
+        if target_event.redacted:
+            continue
+        result.append(PinInfo(pin, target, None if target.startswith("summary:") else target_event))
+    return result
+
+
+def active_decision_id(source: Any, key: str) -> str | None:
+    """The id of the active decision on ``key`` on the current branch of
+    ``source`` (a :class:`Memory` or an index view), if any."""
+    previous = active_decision(source.events(EventFilter(types=["decision"])), key)
+    return previous.event.id if previous is not None else None
 
 
 def _compact(**fields: Any) -> dict[str, Any]:
