@@ -723,9 +723,10 @@ def test_log_and_show_answer_through_the_index_as_memory_does(tmp_path: Path) ->
     assert read_manifest(root_of(repo)) is not None  # they went through the index
 
 
-def test_status_pins_and_decide_read_the_index_as_memory_would(tmp_path: Path) -> None:
-    """status (counts), pins (in force, expired, redacted target) and decide
-    (which decision it supersedes) answer through the index what Memory does."""
+def test_status_pins_decide_ratify_read_the_index_as_memory_would(tmp_path: Path) -> None:
+    """status (counts), pins (in force, expired, redacted target), decide
+    (which decision it supersedes), ratify, pin and unpin (id prefixes)
+    answer through the index what Memory does."""
     repo = make_repo(tmp_path / "repo", events=20, branches=2)
     git(repo, "checkout", "-q", "b1")
     with Memory.open(repo) as mem:
@@ -756,6 +757,19 @@ def test_status_pins_and_decide_read_the_index_as_memory_would(tmp_path: Path) -
         # the library's own lookup agrees, and a key never decided supersedes nothing
         assert mem.decide("db.pool", "20").field("supersedes") is None
         assert mem.decide("db.engine", "sqlite").field("supersedes") == json.loads(out)["id"]
+        capsule = mem.open_capsule("workflow", "migrate")
+
+    # ratify, pin and unpin resolve their id prefix through the index
+    code, out, err = cli(repo, "ratify", first.id[:8], "--json")
+    assert code == 0, err
+    code, _out, err = cli(repo, "ratify", kept.id[:8])
+    assert code != 0 and "not a decision" in err
+    assert cli(repo, "pin", "summary:" + capsule.id[:8])[0] == 0
+    assert cli(repo, "unpin", kept.id[:10])[0] == 0
+    with Memory.open(repo) as mem:
+        assert mem.get(json.loads(out)["id"]).field("target") == first.id
+        in_force = [p.target for p in mem.pins(now=now)]
+    assert in_force == ["summary:" + capsule.id]
 
 
 # a crash before the manifest write is harmless --------------------------------------------

@@ -356,8 +356,10 @@ def ratify(
     id: str, *, note: str = "", who: Who = DEFAULT_WHO, common: Common = DEFAULT_COMMON
 ) -> Output:
     """Ratify a decision, making it binding."""
+    with _reader(common) as source:  # resolving the id through the index
+        decision = source.get(id)
     with _open(common) as mem:
-        return _written(mem.ratify(id, note=note, **who.kwargs(mem)), "ratified with")
+        return _written(mem.ratify(decision, note=note, **who.kwargs(mem)), "ratified with")
 
 
 @app.command
@@ -555,15 +557,26 @@ def pin(
         until = parse_time(expires, now)
         if expires.strip()[-1:] in "smhdw" and not expires.strip().isdigit():
             until = now + (now - until)  # "7d" means seven days from now
+    target, summary = _pin_target(common, id)
     with _open(common) as mem:
-        return _written(mem.pin(id, reason=reason, expires=until, **who.kwargs(mem)), "pinned with")
+        event = mem.pin(target, reason=reason, expires=until, summary=summary, **who.kwargs(mem))
+        return _written(event, "pinned with")
 
 
 @app.command
 def unpin(id: str, *, who: Who = DEFAULT_WHO, common: Common = DEFAULT_COMMON) -> Output:
     """Remove a pin."""
+    target, summary = _pin_target(common, id)
     with _open(common) as mem:
-        return _written(mem.unpin(id, **who.kwargs(mem)), "unpinned with")
+        return _written(mem.unpin(target, summary=summary, **who.kwargs(mem)), "unpinned with")
+
+
+def _pin_target(common: Common, id: str) -> tuple[Event, bool]:
+    """The event ID (or summary:ID) names, looked up through the index, and
+    whether its summary is meant."""
+    summary = id.startswith("summary:")
+    with _reader(common) as source:
+        return source.get(id.removeprefix("summary:")), summary
 
 
 @app.command

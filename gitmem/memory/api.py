@@ -541,9 +541,11 @@ class Memory:
             body["supersedes"] = str(supersedes)
         return self.append("decision", body, **kw)
 
-    def ratify(self, target: str, *, note: str = "", **kw: Any) -> Event:
-        """Make a decision binding."""
-        decision = self.get(target)
+    def ratify(self, target: str | Event, *, note: str = "", **kw: Any) -> Event:
+        """Make a decision binding: ``target`` is its id (or a unique prefix),
+        or the event itself when the caller already looked it up (e.g.
+        through the index; resolving an id here reads every event)."""
+        decision = target if isinstance(target, Event) else self.get(target)
         if decision.type != "decision":
             raise UsageError(
                 f"{decision.id[:12]} is a {decision.type}, not a decision", "ratify a decision id"
@@ -614,18 +616,32 @@ class Memory:
             "capsule_close", _compact(capsule=opened.id, summary=summary), capsule=opened.id, **kw
         )
 
-    def pin(self, target: str, *, reason: str = "", expires: int | None = None, **kw: Any) -> Event:
-        """Pin an event, or a capsule's summary with ``summary:<capsule id>``."""
-        resolved = self._pin_target(target)
+    def pin(
+        self,
+        target: str | Event,
+        *,
+        reason: str = "",
+        expires: int | None = None,
+        summary: bool = False,
+        **kw: Any,
+    ) -> Event:
+        """Pin an event, or a capsule's summary with ``summary:<capsule id>``.
+
+        ``target`` may also be the event itself, already looked up (then
+        ``summary`` says whether its summary is pinned)."""
+        resolved = self._pin_target(target, summary)
         return self.append("pin", _compact(target=resolved, reason=reason, expires=expires), **kw)
 
-    def unpin(self, target: str, **kw: Any) -> Event:
-        return self.append("unpin", {"target": self._pin_target(target)}, **kw)
+    def unpin(self, target: str | Event, *, summary: bool = False, **kw: Any) -> Event:
+        """Remove a pin (``target`` as for :meth:`pin`)."""
+        return self.append("unpin", {"target": self._pin_target(target, summary)}, **kw)
 
-    def _pin_target(self, target: str) -> str:
+    def _pin_target(self, target: str | Event, summary: bool) -> str:
+        if isinstance(target, Event):
+            return ("summary:" if summary else "") + target.id
         if target.startswith("summary:"):
             return "summary:" + self.get(target[len("summary:") :]).id
-        return self.get(target).id
+        return ("summary:" if summary else "") + self.get(target).id
 
     def link_commit(
         self, sha: str, *, branch: str = "", session: str = "", message: str = "", **kw: Any
