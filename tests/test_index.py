@@ -725,8 +725,8 @@ def test_log_and_show_answer_through_the_index_as_memory_does(tmp_path: Path) ->
 
 def test_status_pins_decide_ratify_read_the_index_as_memory_would(tmp_path: Path) -> None:
     """status (counts), pins (in force, expired, redacted target), decide
-    (which decision it supersedes), ratify, pin and unpin (id prefixes)
-    answer through the index what Memory does."""
+    (which decision it supersedes), ratify, pin and unpin (id prefixes),
+    capsule list and capsule close answer through the index what Memory does."""
     repo = make_repo(tmp_path / "repo", events=20, branches=2)
     git(repo, "checkout", "-q", "b1")
     with Memory.open(repo) as mem:
@@ -758,6 +758,7 @@ def test_status_pins_decide_ratify_read_the_index_as_memory_would(tmp_path: Path
         assert mem.decide("db.pool", "20").field("supersedes") is None
         assert mem.decide("db.engine", "sqlite").field("supersedes") == json.loads(out)["id"]
         capsule = mem.open_capsule("workflow", "migrate")
+        mem.note("inside the capsule", capsule=capsule.id)
 
     # ratify, pin and unpin resolve their id prefix through the index
     code, out, err = cli(repo, "ratify", first.id[:8], "--json")
@@ -770,6 +771,20 @@ def test_status_pins_decide_ratify_read_the_index_as_memory_would(tmp_path: Path
         assert mem.get(json.loads(out)["id"]).field("target") == first.id
         in_force = [p.target for p in mem.pins(now=now)]
     assert in_force == ["summary:" + capsule.id]
+
+    # capsule list counts and capsule close's check, through the index
+    for scope in ([], ["--all-branches"]):
+        code, out, err = cli(repo, "capsule", "list", "--json", *scope)
+        assert code == 0, err
+        with Memory.open(repo) as mem:
+            listed = mem.capsules(all_branches=bool(scope))
+        assert json.loads(out) == [c.__dict__ | {"open": c.is_open} for c in listed]
+        assert [c.events for c in listed] == [1]  # the note inside
+    assert cli(repo, "capsule", "close", capsule.id[:8], "--summary", "done")[0] == 0
+    code, _out, err = cli(repo, "capsule", "close", capsule.id[:8])
+    assert code != 0 and "already closed" in err
+    code, _out, err = cli(repo, "capsule", "close", kept.id[:8])
+    assert code != 0 and "not a capsule" in err
 
 
 # a crash before the manifest write is harmless --------------------------------------------

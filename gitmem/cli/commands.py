@@ -513,12 +513,16 @@ def capsule_close(
     id: str, *, summary: str = "", who: Who = DEFAULT_WHO, common: Common = DEFAULT_COMMON
 ) -> Output:
     """Close a capsule with a summary."""
-    with _open(common) as mem:
-        from gitmem.capture.active import clear_active
+    from gitmem.capture.active import clear_active
+    from gitmem.memory.api import capsules_in
 
+    with _reader(common) as source:  # the index: no walk over every event
+        opened = source.get(id)
+        closed = any(c.id == opened.id and not c.is_open for c in capsules_in(source))
+    with _open(common) as mem:
         kwargs = who.kwargs(mem)
         kwargs.pop("capsule", None)
-        event = mem.close_capsule(id, summary, **kwargs)
+        event = mem.close_capsule(opened, summary, closed=closed, **kwargs)
         clear_active(mem.location, capsule=event.capsule)
         return _written(event, "closed with")
 
@@ -528,10 +532,11 @@ def capsule_list(
     *, open_only: bool = False, all_branches: bool = False, common: Common = DEFAULT_COMMON
 ) -> Output:
     """List capsules."""
-    with _open(common) as mem:
-        capsules = [
-            c for c in mem.capsules(all_branches=all_branches) if c.is_open or not open_only
-        ]
+    from gitmem.memory.api import capsules_in
+
+    with _reader(common) as source:
+        found = capsules_in(source, all_branches=all_branches)
+    capsules = [c for c in found if c.is_open or not open_only]
     rows = [
         f"{c.id[:12]}  {c.kind:<8} {'open  ' if c.is_open else 'closed'}  {c.events:>4} events  {c.intent}"
         for c in capsules

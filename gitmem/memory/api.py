@@ -603,15 +603,23 @@ class Memory:
         body = _compact(kind=kind, intent=intent, parent=parent, scope_ids=scope_ids or {})
         return self.append("capsule_open", body, **kw)
 
-    def close_capsule(self, capsule: str, summary: str = "", **kw: Any) -> Event:
-        opened = self.get(capsule)
+    def close_capsule(
+        self, capsule: str | Event, summary: str = "", *, closed: bool | None = None, **kw: Any
+    ) -> Event:
+        """Close a capsule (its id, or its ``capsule_open`` event).
+
+        ``closed`` says whether the current branch already closed it, when the
+        caller has looked that up (e.g. :func:`capsules_in` over the index);
+        otherwise it is looked up here, which reads every event."""
+        opened = capsule if isinstance(capsule, Event) else self.get(capsule)
         if opened.type != "capsule_open":
             raise UsageError(
                 f"{opened.id[:12]} is not a capsule", "pass the id of a capsule_open event"
             )
-        for info in self.capsules():
-            if info.id == opened.id and not info.is_open:
-                raise UsageError(f"capsule {opened.id[:12]} is already closed")
+        if closed is None:
+            closed = any(i.id == opened.id and not i.is_open for i in self.capsules())
+        if closed:
+            raise UsageError(f"capsule {opened.id[:12]} is already closed")
         return self.append(
             "capsule_close", _compact(capsule=opened.id, summary=summary), capsule=opened.id, **kw
         )
@@ -763,32 +771,8 @@ class Memory:
         return states if include_superseded else [s for s in states if s.active]
 
     def capsules(self, **kw: Any) -> list[CapsuleInfo]:
-        events = self.events(**kw)
-        closes: dict[str, Event] = {}
-        counts: dict[str, int] = {}
-        for event in events:
-            if event.type == "capsule_close" and event.body is not None:
-                closes.setdefault(str(event.field("capsule")), event)
-            if event.capsule:
-                counts[event.capsule] = counts.get(event.capsule, 0) + 1
-        out = []
-        for event in events:
-            if event.type != "capsule_open":
-                continue
-            close = closes.get(event.id)
-            out.append(
-                CapsuleInfo(
-                    id=event.id,
-                    kind=str(event.field("kind", "")),
-                    intent=str(event.field("intent", "")),
-                    session=event.scope.get("session"),
-                    opened=event.time,
-                    closed=close.time if close else None,
-                    summary=str(close.field("summary", "")) if close else "",
-                    events=counts.get(event.id, 0),
-                )
-            )
-        return out
+        """The capsules of the current branch (``kw`` as for :meth:`events`)."""
+        return capsules_in(self, **kw)
 
     def pins(self, *, now: int, **kw: Any) -> list[PinInfo]:
         """Pins in force at ``now`` (µs): not unpinned, not expired, target not redacted."""
@@ -861,6 +845,44 @@ class Memory:
             "spool_pending": len(spool.pending(state)),
             "spool_quarantined": len(spool.quarantined(state)),
         }
+
+
+def capsules_in(source: Any, **kw: Any) -> list[CapsuleInfo]:
+    """The capsules of ``source`` (a :class:`Memory` or an index view), in
+    event order; ``kw`` as for ``source.events``. Through the index only the
+    capsule events are decoded, and the events per capsule are counted in Arrow."""
+    opener = getattr(source, "window", None)
+    if opener is None:
+        events = source.events(**kw)
+        counts: dict[str, int] = {}
+        for event in events:
+            if event.capsule:
+                counts[event.capsule] = counts.get(event.capsule, 0) + 1
+    else:
+        events = source.events(EventFilter(types=["capsule_open", "capsule_close"]), **kw)
+        counts = opener(kw).capsule_counts()
+    closes: dict[str, Event] = {}
+    for event in events:
+        if event.type == "capsule_close" and event.body is not None:
+            closes.setdefault(str(event.field("capsule")), event)
+    out = []
+    for event in events:
+        if event.type != "capsule_open":
+            continue
+        close = closes.get(event.id)
+        out.append(
+            CapsuleInfo(
+                id=event.id,
+                kind=str(event.field("kind", "")),
+                intent=str(event.field("intent", "")),
+                session=event.scope.get("session"),
+                opened=event.time,
+                closed=close.time if close else None,
+                summary=str(close.field("summary", "")) if close else "",
+                events=counts.get(event.id, 0),
+            )
+        )
+    return out
 
 
 def pins_in_force(source: Any, *, now: int, **kw: Any) -> list[PinInfo]:
