@@ -980,3 +980,21 @@ def test_key_lookups_scan_then_sort_with_the_same_answers(
         assert view.rows_for_keys(keys) == expected
     lookups = sum(1 for keys in asks * 2 if keys) if stored else 0
     assert (view._key_sort is not None) == (lookups > 4)  # both ways were taken
+
+
+def test_a_build_reports_its_progress_per_stage(tmp_path: Path) -> None:
+    """The callback behind 'git edda index''s bars: each stage counts up to
+    its total (memory commits read, documents indexed, texts embedded)."""
+    repo = make_repo(tmp_path / "repo", events=30, branches=3)
+    with Memory.open(repo) as mem:
+        for i in range(4):  # four more commits on main
+            mem.note(f"progress note {i}")
+        seen: dict[str, list[tuple[int, int]]] = {}
+        report = refresh(
+            mem, rebuild=True, progress=lambda s, d, t: seen.setdefault(s, []).append((d, t))
+        )
+    commits = seen["reading memory commits"]
+    assert [d for d, _t in commits] == list(range(1, len(commits) + 1))
+    assert {t for _d, t in commits} == {len(commits)} and len(commits) >= 5
+    done, total = seen["full-text index"][-1]
+    assert done == total == report.events == 34

@@ -28,8 +28,9 @@ def _progress_bar() -> Iterator[Callable[[str, int, int], None]]:
         bar = bars.get(stage)
         if bar is None:
             # disable=None: no bar when stderr is not a terminal.
+            unit = "commit" if "commits" in stage else "ev"
             bar = bars[stage] = tqdm(
-                total=total, desc=stage, unit="ev", delay=0.5, file=sys.stderr, disable=None
+                total=total, desc=stage, unit=unit, delay=0.5, file=sys.stderr, disable=None
             )
         bar.total = total
         bar.update(done - bar.n)

@@ -249,7 +249,7 @@ class _Builder:
         known_commits = state.member_commits()
         known_ids = state.ids()
         members: list[dict[str, Any]] = []
-        located: list[tuple[dict[str, Any], str, str]] = []  # (envelope, ref, commit)
+        to_read: list[tuple[str, str]] = []  # (commit, ref)
         seen_commits: set[str] = set()
         for ref in sorted(tips):
             old = manifest.tips.get(ref)
@@ -262,17 +262,19 @@ class _Builder:
                 if commit in known_commits or commit in seen_commits:
                     continue
                 seen_commits.add(commit)
-                located.extend(self._envelopes(commit, ref))
+                to_read.append((commit, ref))
         tree = self.ledger.payload_tree(payloads) if payloads else None
+        # Rows are made as each commit is read, never holding every envelope
+        # at once (at 100,000 events the envelope dicts alone took ~250 MB).
         new_rows = []
-        total = len(located)
-        for done, (envelope, ref, commit) in enumerate(located, 1):
-            if envelope["id"] in known_ids:
-                continue
-            known_ids.add(envelope["id"])
-            new_rows.append(_row(envelope, self.ledger.body(tree, envelope["id"]), ref, commit))
-            if done % 2000 == 0 or done == total:
-                self.progress("reading events", done, total)
+        for done, (commit, ref) in enumerate(to_read, 1):
+            for envelope, event_ref, _commit in self._envelopes(commit, ref):
+                if envelope["id"] in known_ids:
+                    continue
+                known_ids.add(envelope["id"])
+                body = self.ledger.body(tree, envelope["id"])
+                new_rows.append(_row(envelope, body, event_ref, commit))
+            self.progress("reading memory commits", done, len(to_read))
         # Bodies that were missing may have arrived (a payload store merged by sync).
         revived = []
         if payloads != manifest.payloads:
@@ -296,6 +298,9 @@ class _Builder:
 
         replaced = [*revived, *newly_redacted]
         state.update_tables(new_rows, replaced, members)
+        # The table has its own copy now; what follows needs only the text.
+        new_rows = [_text_only(r) for r in new_rows]
+        revived = [_text_only(r) for r in revived]
         lost_text = [r for r in newly_redacted if not r["was_missing"]]
         if lost_text or state.fulltext is None:
             if lost_text:
@@ -409,6 +414,11 @@ def _decision_line(
     if body is None:
         return None
     return describe(Event(envelope, body, ref, commit, False), LINE_WIDTH)
+
+
+def _text_only(row: dict[str, Any]) -> dict[str, Any]:
+    """What the full text and the vectors need of a row, after the table took it."""
+    return {"id": row["id"], "key64": row["key64"], "text": row["text"]}
 
 
 def _blank(row: dict[str, Any]) -> None:
