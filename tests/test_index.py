@@ -724,7 +724,7 @@ def test_log_and_show_answer_through_the_index_as_memory_does(tmp_path: Path) ->
 
 
 def test_status_pins_decide_ratify_read_the_index_as_memory_would(tmp_path: Path) -> None:
-    """status (counts), pins (in force, expired, redacted target), decide
+    """status and branches (counts), pins (in force, expired, redacted target), decide
     (which decision it supersedes), ratify, pin and unpin (id prefixes),
     capsule list and capsule close answer through the index what Memory does."""
     repo = make_repo(tmp_path / "repo", events=20, branches=2)
@@ -745,6 +745,11 @@ def test_status_pins_decide_ratify_read_the_index_as_memory_would(tmp_path: Path
     code, out, err = cli(repo, "status", "--json")
     assert code == 0, err
     assert json.loads(out) == status
+    code, out, err = cli(repo, "branches", "--json")
+    assert code == 0, err
+    with Memory.open(repo) as mem:
+        assert json.loads(out) == [b.to_json() for b in mem.branches()]
+        assert sorted(b.events for b in mem.branches()) == [10, 17]  # b1: seven more
     code, out, err = cli(repo, "pins", "--json", "--now", str(now))
     assert code == 0, err
     assert [(p["pin"], p["target"]) for p in json.loads(out)] == pins

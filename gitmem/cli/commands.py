@@ -287,8 +287,10 @@ def merge(branch: str, *, into: str | None = None, common: Common = DEFAULT_COMM
 @app.command
 def branches(*, common: Common = DEFAULT_COMMON) -> Output:
     """List memory branches: events, fork point, whether the git branch still exists."""
+    with _reader(common) as source:  # the index counts each chain's events
+        sizes = getattr(source, "chain_size", None)
     with _open(common) as mem:
-        infos = mem.branches()
+        infos = mem.branches(sizes)
     rows = []
     for b in infos:
         marks = ("*" if b.current else " ") + ("T" if b.trunk else " ")

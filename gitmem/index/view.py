@@ -428,22 +428,27 @@ class IndexView:
         events on ``branch``'s own chain, in all, redacted, memory refs, and the
         newest event's time."""
         t = self.table
-        ref = layout.branch_ref(branch)
-        on_branch = 0
-        if ref in self.manifest.tips:
-            own = pc.false_if_null(pc.is_in(t.column("commit"), value_set=self._commits(ref)))
-            on_branch = pc.filter(t.column("id"), own).length()
+        on_branch = self.chain_size(layout.branch_ref(branch))
         redacted = pc.filter(t.column("id"), t.column("redacted")).length()
         times = t.column("time")
         # rows are sorted by time: each chunk's last row is its newest
         last = max((c[len(c) - 1].as_py() for c in times.chunks if len(c)), default=None)
         return {
-            "events_on_branch": int(on_branch),
+            "events_on_branch": on_branch,
             "events_total": t.num_rows,
             "redacted": int(redacted),
             "memory_refs": len(self.manifest.tips),
             "last_event_time": last,
         }
+
+    def chain_size(self, ref: str) -> int:
+        """Events on one memory chain (inherited ones included), as
+        :meth:`Memory.branches <gitmem.memory.api.Memory.branches>` counts them."""
+        if ref not in self.manifest.tips:
+            return 0
+        commit = self.table.column("commit")
+        own = pc.false_if_null(pc.is_in(commit, value_set=self._commits(ref)))
+        return int(pc.filter(commit, own).length())
 
     def window(self, branch_kwargs: dict[str, Any]) -> Any:
         """A branch's events fetched by need, for context packs and ``ask``

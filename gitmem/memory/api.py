@@ -13,7 +13,7 @@ print and never exit.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -464,12 +464,18 @@ class Memory:
             seen.add(sha)
         return sha
 
-    def branches(self) -> list[BranchInfo]:
-        """Every memory branch with its size, fork point and git status."""
+    def branches(self, sizes: Callable[[str], int] | None = None) -> list[BranchInfo]:
+        """Every memory branch with its size, fork point and git status.
+
+        ``sizes`` gives a chain's number of events (e.g.
+        :meth:`IndexView.chain_size <gitmem.index.view.IndexView.chain_size>`);
+        without it every event is read to count them."""
         from gitmem.branches.gitinfo import local_branches
         from gitmem.storage import heads
 
-        self._load()
+        if sizes is None:
+            self._load()
+            sizes = self._chain_size
         local = local_branches(self.backend)
         current, trunk = self.branch, self.trunk
         out = []
@@ -481,7 +487,7 @@ class Memory:
                     name=name,
                     ref=ref,
                     tip=tip,
-                    events=len(self._per_ref.get(ref, [])),
+                    events=sizes(ref),
                     git_branch=name in local if name else False,
                     current=name == current,
                     trunk=name is not None and name == trunk,
@@ -490,6 +496,9 @@ class Memory:
                 )
             )
         return out
+
+    def _chain_size(self, ref: str) -> int:
+        return len(self._per_ref.get(ref, []))
 
     # sharing ----------------------------------------------------------------------
     def sync(
