@@ -102,6 +102,17 @@ def cli(repo: Path | str, *args: str, stdin: bytes | None = None) -> tuple[int, 
     return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
 
 
+def ref_tip(repo: Path, ref: str) -> str | None:
+    """The commit ``ref`` points at, or None when it does not exist."""
+    proc = subprocess.run(
+        ["git", "rev-parse", "-q", "--verify", ref + "^{commit}"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+    )
+    return proc.stdout.strip() or None
+
+
 def fsck(repo: Path) -> None:
     """``git fsck --full --strict`` passes with nothing suspicious in its output."""
     proc = subprocess.run(

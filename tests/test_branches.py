@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import cli, fsck, git, init_repo, raw_id_counts
+from conftest import cli, fsck, git, init_repo, raw_id_counts, ref_tip
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -48,16 +48,6 @@ def note(repo: Path, text: str, **kw: object):
 def ids(repo: Path, **kw: object) -> list[str]:
     with Memory.open(repo) as mem:
         return [e.id for e in mem.events(**kw)]  # type: ignore[arg-type]
-
-
-def ref_tip(repo: Path, ref: str) -> str | None:
-    proc = subprocess.run(
-        ["git", "rev-parse", "-q", "--verify", ref + "^{commit}"],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-    )
-    return proc.stdout.strip() or None
 
 
 def trailers(repo: Path, rev: str) -> dict[str, str]:

@@ -19,10 +19,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import cli, fsck, git, init_repo, raw_id_counts
+from conftest import cli, fsck, git, init_repo, raw_id_counts, ref_tip
 
 from gitmem.githooks.script import MARKER
 from gitmem.memory.api import Memory
+from gitmem.memory.event import Event
 
 HOOKS = ["post-checkout", "post-merge", "post-commit", "post-rewrite"]
 FOREGROUND = {"GITMEM_HOOKS_FOREGROUND": "1"}
@@ -90,16 +91,6 @@ def of_type(evs: list, kind: str) -> list:
 def hooks_log(repo: Path) -> str:
     path = Path(repo) / ".git" / "edda" / "log" / "hooks.log"
     return path.read_text() if path.exists() else ""
-
-
-def ref_tip(repo: Path, ref: str) -> str | None:
-    proc = subprocess.run(
-        ["git", "rev-parse", "-q", "--verify", ref + "^{commit}"],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-    )
-    return proc.stdout.strip() or None
 
 
 def wait_for(predicate, timeout: float = 20.0, step: float = 0.1) -> bool:
@@ -505,14 +496,20 @@ def test_post_checkout_forks_memory_in_the_background(tmp_path: Path) -> None:
     assert "failed" not in hooks_log(repo)
 
 
-def test_post_merge_merges_memory_of_the_merged_branch(tmp_path: Path) -> None:
+def feat_with_a_note(tmp_path: Path) -> tuple[Path, Event]:
+    """A hooked repo whose main has a note, checked out on ``feat`` (one code
+    commit ahead) with a note of its own; returns the repo and feat's note."""
     repo = setup_repo(tmp_path / "repo")
     with Memory.open(repo) as mem:
         mem.note("main before")
     hgit(repo, "checkout", "-q", "-b", "feat")
     commit(repo, "feat.txt")
     with Memory.open(repo) as mem:
-        feat_note = mem.note("learned on feat")
+        return repo, mem.note("learned on feat")
+
+
+def test_post_merge_merges_memory_of_the_merged_branch(tmp_path: Path) -> None:
+    repo, feat_note = feat_with_a_note(tmp_path)
     hgit(repo, "checkout", "-q", "main")
     with Memory.open(repo) as mem:
         main_note = mem.note("main meanwhile")
@@ -539,13 +536,7 @@ def test_post_merge_merges_memory_of_the_merged_branch(tmp_path: Path) -> None:
 
 
 def test_fast_forward_code_merge_fast_forwards_memory(tmp_path: Path) -> None:
-    repo = setup_repo(tmp_path / "repo")
-    with Memory.open(repo) as mem:
-        mem.note("main before")
-    hgit(repo, "checkout", "-q", "-b", "feat")
-    commit(repo, "feat.txt")
-    with Memory.open(repo) as mem:
-        feat_note = mem.note("learned on feat")
+    repo, feat_note = feat_with_a_note(tmp_path)
     settle(repo)
     feat_tip = ref_tip(repo, "refs/edda/branches/feat")
     hgit(repo, "checkout", "-q", "main")
