@@ -69,7 +69,6 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
-        home.mkdir()
         env = isolated_env(home)
         os.environ.update(env)
         os.environ.pop("PYTHONDONTWRITEBYTECODE", None)

@@ -13,13 +13,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def isolated_env(home: Path) -> dict[str, str]:
-    """The current environment with git's config isolated under ``home`` (a
-    fixed identity, ``main`` as the default branch, file:// allowed) and no
-    GIT_*/GITMEM_* variables leaking in. gitmem is importable from this checkout.
+    """The current environment with git's config isolated under ``home``
+    (created when missing; a fixed identity, ``main`` as the default branch,
+    file:// allowed) and no GIT_*/GITMEM_* variables leaking in. gitmem is
+    importable from this checkout.
 
     PYTHONDONTWRITEBYTECODE is dropped: it would make every process recompile
     gitmem from source, while real installs have bytecode (pip compiles it).
     """
+    home.mkdir(parents=True, exist_ok=True)
     (home / ".gitconfig").write_text(
         "[user]\n\tname = Bench\n\temail = bench@example.com\n"
         '[init]\n\tdefaultBranch = main\n[protocol "file"]\n\tallow = always\n'

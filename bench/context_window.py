@@ -91,7 +91,6 @@ def main() -> int:
         base = args.repo.resolve() if args.repo else Path(tmp)
         base.mkdir(parents=True, exist_ok=True)
         home = base / "home"
-        home.mkdir(exist_ok=True)
         env = isolated_env(home)
         repo = base / "repo"
         if not (repo / ".git").exists():

@@ -114,7 +114,6 @@ def main() -> int:
     ) as tmp:
         base = Path(tmp)
         home = base / "home"
-        home.mkdir()
         env = isolated_env(home) | {"GITMEM_NO_AUTO_GC": "1"}
         with_repo, without_repo, _ = make_pair(base, env)
 

@@ -56,7 +56,6 @@ def main() -> int:
     ) as tmp:
         base = Path(tmp)
         home = base / "home"
-        home.mkdir()
         env = isolated_env(home) | {"GITMEM_NO_AUTO_GC": "1"}
         remote = base / "remote.git"
         _run(["git", "init", "-q", "--bare", str(remote)], base, env)
