@@ -3,7 +3,8 @@
 One-line helpers:
 
 * ``make_repo(path, events=N, branches=M)``: a repository with N notes spread over M branches;
-* ``cli(repo, *args)``: run ``git edda`` in-process, returns (exit code, stdout, stderr);
+* ``cli(repo, *args)``: run ``git edda`` in a subprocess, returns (exit code, stdout, stderr);
+* ``run_cli(repo, *args)``: the same in this process (much faster; for tests not about processes);
 * ``git(repo, *args)``: run the real git CLI, returns stdout;
 * ``fsck(repo)``: strict ``git fsck`` passes; ``raw_id_counts(repo)``: event ids counted from raw objects.
 """
@@ -100,6 +101,29 @@ def cli(repo: Path | str, *args: str, stdin: bytes | None = None) -> tuple[int, 
         capture_output=True,
     )
     return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+
+
+def run_cli(repo: Path | str, *args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
+    """Run ``git edda ARGS -C repo`` in this process: (exit code, stdout, stderr).
+
+    About 50x faster than :func:`cli`; use it unless the test is about the
+    process itself (exit through ``os._exit``, signals, imports)."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from gitmem.cli.main import run
+
+    out, err = io.StringIO(), io.StringIO()
+    stdin_buffer = io.BytesIO(stdin or b"")
+    fake_stdin = io.TextIOWrapper(stdin_buffer, encoding="utf-8")
+    saved = sys.stdin
+    sys.stdin = fake_stdin
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            code = run([*args, "-C", str(repo)])
+    finally:
+        sys.stdin = saved
+    return code, out.getvalue(), err.getvalue()
 
 
 def ref_tip(repo: Path, ref: str) -> str | None:
