@@ -315,7 +315,7 @@ def test_unknown_types_and_fields_survive_export_import(tmp_path: Path) -> None:
 
 def test_newer_record_version_is_a_warning_not_a_failure(tmp_path: Path) -> None:
     repo = init_repo(tmp_path / "repo")
-    env, _ = seal("note", {"text": "v2"}, scope={"branch": "main"}, time_us=1)
+    env, _ = seal("note", {"text": "v2"}, scope={"branch": "main"}, time_us=1_709_251_200_000_000)
     env.pop("id")
     env["v"] = 2
     env["id"] = canonical.event_id(env)

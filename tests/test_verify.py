@@ -276,7 +276,11 @@ def test_payload_that_does_not_match_its_digest_is_reported(chain_repo: Path) ->
     rewrite_payload_store(chain_repo, {layout.payload_path(eid): canonical.encode(altered)})
 
     with Memory.open(chain_repo) as mem:
-        assert mem.get(eid).body == altered  # readers see it; only verify can tell
+        # readers never hand out forged text: they say what is wrong instead
+        event = mem.get(eid)
+        assert event.body is None and not event.redacted
+        assert event.problem == "payload does not match its envelope"
+        assert event.summary() == "[payload does not match its envelope]"
         report = mem.verify()
     assert [(p.event, p.field) for p in report.problems] == [(eid, "payload.digest")]
     problem = report.problems[0]

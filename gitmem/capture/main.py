@@ -21,18 +21,22 @@ import sys
 from gitmem.capture.sealer import Draft, Sealer
 from gitmem.errors import ExitCode, GitmemError, UsageError, exit_code_for
 from gitmem.storage import spool
-from gitmem.storage.gitconfig import get_bool, read_config
+from gitmem.storage.gitconfig import get_bool, get_int, read_config
 from gitmem.storage.locate import locate
+from gitmem.storage.lock import limit_waits
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 _FIELDS = ("type", "body", "session", "agent", "capsule", "branch", "time")
+LOCK_WAIT = 1.0  # seconds capture waits for the clock lock before giving up
+DEFAULT_MAX_CAPTURE_BYTES = 8 * 1024 * 1024  # edda.maxCaptureBytes
 
 
 def parse_events(text: str) -> list[Draft]:
-    """Drafts from a JSON object, a JSON array, or JSON lines."""
+    """Drafts from a JSON object, a JSON array, or JSON lines (UsageError on
+    anything else: every way JSON can be malformed or hostile ends here)."""
     text = text.strip()
     if not text:
         raise UsageError(
@@ -40,35 +44,81 @@ def parse_events(text: str) -> list[Draft]:
             'pipe a JSON event such as {"type": "note", "body": {"text": "hi"}}',
         )
     try:
-        data: Any = json.loads(text)
+        data: Any = _loads(text)
         items = data if isinstance(data, list) else [data]
     except json.JSONDecodeError:
-        try:
-            items = [json.loads(line) for line in text.splitlines() if line.strip()]
-        except json.JSONDecodeError as exc:
-            raise UsageError(
-                f"standard input is not JSON: {exc}", "send one JSON event per line"
-            ) from None
+        items = [_loads(line) for line in text.splitlines() if line.strip()]
+    if not items:
+        raise UsageError("the event list on standard input is empty", "send at least one event")
     drafts = []
-    for item in items:
+    for n, item in enumerate(items, 1):
         if not isinstance(item, dict) or not isinstance(item.get("type"), str):
-            raise UsageError("each event must be a JSON object with a string 'type'")
+            raise UsageError(f"event #{n} must be a JSON object with a string 'type'")
         unknown = set(item) - set(_FIELDS)
         if unknown:
+            shown = ", ".join(sorted(repr(k[:40]) for k in unknown)[:5])
+            raise UsageError(f"unknown event field(s): {shown}", f"allowed: {', '.join(_FIELDS)}")
+        for name in ("session", "agent", "capsule", "branch"):
+            if name in item and item[name] is not None and not isinstance(item[name], str):
+                raise UsageError(f"event #{n}: '{name}' must be a string")
+        if "time" in item and (not isinstance(item["time"], int) or isinstance(item["time"], bool)):
             raise UsageError(
-                f"unknown event field(s): {', '.join(sorted(unknown))}",
-                f"allowed: {', '.join(_FIELDS)}",
+                f"event #{n}: 'time' must be an integer (microseconds since the Unix epoch)",
+                "leave 'time' out to use the clock",
             )
         kwargs = {k: item[k] for k in _FIELDS if k in item and k != "body"}
         drafts.append(Draft(body=item.get("body", {}), **kwargs))
     return drafts
 
 
-def capture(text: str, cwd: str | None = None) -> list[str]:
-    """Seal and durably spool the events in ``text``; return their ids."""
+def _loads(text: str) -> Any:
+    """``json.loads`` with every failure a UsageError: syntax (JSONDecodeError is
+    re-raised for the JSON-lines fallback), integers of more than 4,300 digits
+    (ValueError) and nesting deep enough to exhaust the stack (RecursionError)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except (ValueError, RecursionError) as exc:
+        reason = "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise UsageError(f"standard input is not acceptable JSON: {reason}") from None
+
+
+def read_input(stream: Any, limit: int) -> str:
+    """At most ``limit`` bytes of ``stream``; UsageError when there is more
+    (a hook must not spend a minute and a gigabyte on one 50 MB event)."""
+    data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise UsageError(
+            f"the input is larger than {limit} bytes",
+            "send less, or raise git config edda.maxCaptureBytes",
+        )
+    try:
+        return str(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise UsageError("standard input is not UTF-8 text") from None
+
+
+def capture(text: str | None, cwd: str | None = None, *, stream: Any = None) -> list[str]:
+    """Seal and durably spool the events in ``text`` (or read from the binary
+    ``stream``, bounded by ``edda.maxCaptureBytes``); return their ids.
+
+    Every event is validated completely before anything is written, so an id
+    printed here is one that a flush will commit.
+    """
     location = locate(cwd)
     config = read_config(location)
-    sealed = Sealer(location, config).seal(parse_events(text))
+    if text is None:
+        text = read_input(
+            stream, get_int(config, "edda.maxCaptureBytes", DEFAULT_MAX_CAPTURE_BYTES)
+        )
+    try:
+        drafts = parse_events(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(
+            f"standard input is not JSON: {exc}", "send one JSON event per line"
+        ) from None
+    sealed = Sealer(location, config).seal(drafts)
     spool.write_spool(
         location.state_path,
         [{"envelope": env, "body": body} for env, body in sealed],
@@ -83,8 +133,11 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__)
         return 0
     cwd = args[args.index("-C") + 1] if "-C" in args[:-1] else None
+    # An agent's tool call waits for us: a stuck lock holder must cost it at
+    # most this, and an error (nothing acknowledged), never a hang.
+    limit_waits(LOCK_WAIT)
     try:
-        ids = capture(sys.stdin.read(), cwd)
+        ids = capture(None, cwd, stream=sys.stdin.buffer)
     except GitmemError as exc:
         # One line, like `git edda: error: …`: hooks surface only the first line.
         print(f"gitmem-capture: {' '.join(str(exc).split())}", file=sys.stderr)

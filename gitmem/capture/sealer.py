@@ -13,6 +13,15 @@ from gitmem.capture.prepare import DEFAULT_MAX_FIELD_BYTES, prepare_body
 from gitmem.capture.scrub import Scrubber, ScrubPatternError, default_scrubber
 from gitmem.errors import UsageError
 from gitmem.records.names import REQUIRED_FIELDS
+from gitmem.records.validate import (
+    Limits,
+    branch_problem,
+    capsule_problem,
+    event_problems,
+    json_problems,
+    scope_value_problem,
+    time_problem,
+)
 from gitmem.storage import clock
 from gitmem.storage.envelope import seal
 from gitmem.storage.gitconfig import Config, get_int, repo_scope_id, user_scope_id
@@ -68,22 +77,48 @@ def agent_from_env() -> str | None:
     return None
 
 
-def check_draft(draft: Draft) -> None:
-    """Reject unknown types and missing required fields (hot-path validation)."""
-    required = REQUIRED_FIELDS.get(draft.type)
-    if required is None:
+def check_draft(draft: Draft, limits: Limits | None = None, now_us: int | None = None) -> None:
+    """Refuse a draft that could not become a valid event (spec/storage.md,
+    "What a valid event is"): unknown type, a body that is not bounded JSON or
+    lacks a required field, scope values that are not short strings, a branch
+    git would refuse, a capsule that is not an id, a time out of bounds."""
+    if not isinstance(draft.type, str) or draft.type not in REQUIRED_FIELDS:
         raise UsageError(
             f"unknown event type {draft.type!r}",
             f"use one of: {', '.join(REQUIRED_FIELDS)}",
         )
     if not isinstance(draft.body, dict):
         raise UsageError(f"the body of a {draft.type} event must be a JSON object")
-    missing = [name for name in required if name not in draft.body]
+    problems = json_problems(draft.body, lenient=True)
+    if problems:
+        raise UsageError(f"invalid {draft.type} event: {problems[0]}")
+    missing = [name for name in REQUIRED_FIELDS[draft.type] if name not in draft.body]
     if missing:
         raise UsageError(
             f"a {draft.type} event needs the field(s): {', '.join(missing)}",
             f"add {', '.join(repr(m) for m in missing)} to the body",
         )
+    for name in ("session", "agent"):
+        value = getattr(draft, name)
+        why = None if value is None else scope_value_problem(value)
+        if why:
+            raise UsageError(f"the event's {name} {why}", f"give a short {name} id")
+    if draft.capsule is not None and capsule_problem(draft.capsule):
+        raise UsageError(
+            f"the event's capsule {draft.capsule!r:.60} is not a capsule id",
+            "give the 32-digit id of a capsule_open event ('git edda capsule list')",
+        )
+    if draft.branch is not _UNSET and draft.branch is not None:
+        why = branch_problem(draft.branch)
+        if why:
+            raise UsageError(
+                f"the event's branch {draft.branch!r:.60} {why}",
+                "give a branch name git accepts ('git check-ref-format --branch NAME')",
+            )
+    if draft.time is not None:
+        why = time_problem(draft.time, now_us, limits or Limits())
+        if why:
+            raise UsageError(f"the event's time {why}", "leave 'time' out to use the clock")
 
 
 class Sealer:
@@ -102,36 +137,74 @@ class Sealer:
                 str(exc), "fix or remove it: git config --unset-all edda.scrubPattern"
             ) from None
         self.max_field_bytes = get_int(config, "edda.maxFieldBytes", DEFAULT_MAX_FIELD_BYTES)
-        self.repo = repo_scope_id(location, config)
-        self.user = user_scope_id(config)
-        self.default_branch = memory_branch(location)
-        self.default_agent = agent_from_env()
-        self.default_session = os.environ.get("GITMEM_SESSION") or None
+        self.limits = Limits.from_config(config)
+        self.repo = self._scope_id("repo", repo_scope_id(location, config), "git config edda.repo")
+        self.user = self._scope_id("user", user_scope_id(config), "git config user.email")
+        self.default_agent = self._scope_id("agent", agent_from_env(), "$GITMEM_AGENT")
+        self.default_session = self._scope_id(
+            "session", os.environ.get("GITMEM_SESSION") or None, "$GITMEM_SESSION"
+        )
+
+    def _scope_id(self, name: str, value: str | None, source: str) -> str | None:
+        """A scope id with secrets masked (the envelope can never be redacted),
+        refused when it is not a short single-line string."""
+        if not value:
+            return None
+        value = self.scrubber.scrub(value).text
+        why = scope_value_problem(value)
+        if why:
+            raise UsageError(f"the {name} scope id from {source} {why}", f"fix {source}")
+        return value
 
     def seal(self, drafts: Sequence[Draft]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        """Validate, scrub, truncate, time and seal ``drafts``: [(envelope, body)]."""
+        """Validate, scrub, truncate, time and seal ``drafts``: [(envelope, body)].
+
+        Every sealed event is checked with :func:`event_problems`, the same
+        check a flush, an import and a pull make, so what this returns (and
+        capture acknowledges) is always accepted by them.
+        """
+        now = clock.wall_us()
         for draft in drafts:
-            check_draft(draft)
+            check_draft(draft, self.limits, now)
+        # Read per call, not per Sealer: a long-lived process outlives checkouts.
+        default_branch = memory_branch(self.location)
         clocked = [d for d in drafts if d.time is None]
-        start = clock.tick(self.location.state_path, len(clocked)) if clocked else 0
+        start = (
+            clock.tick(self.location.state_path, len(clocked), skew_us=self.limits.skew_us)
+            if clocked
+            else 0
+        )
         sealed = []
         offset = 0
-        for draft in drafts:
+        for n, draft in enumerate(drafts, 1):
             if draft.time is None:
                 when = start + offset
                 offset += 1
             else:
                 when = draft.time
             prepared = prepare_body(draft.body, self.scrubber, self.max_field_bytes)
+            branch = default_branch if draft.branch is _UNSET else draft.branch
+            if branch and self.scrubber.scrub(branch).findings:
+                raise UsageError(
+                    "the event's branch name looks like a secret",
+                    "memory refs carry branch names to every clone: rename the branch",
+                )
             scope = {
                 "repo": self.repo,
-                "branch": self.default_branch if draft.branch is _UNSET else draft.branch,
-                "session": draft.session or self.default_session,
-                "agent": draft.agent or self.default_agent,
+                "branch": branch,
+                "session": self._scope_id("session", draft.session, "the event")
+                or self.default_session,
+                "agent": self._scope_id("agent", draft.agent, "the event") or self.default_agent,
                 "user": self.user,
             }
             envelope, _ = seal(
                 draft.type, prepared.body, scope=scope, time_us=when, capsule=draft.capsule
             )
+            problems = event_problems(
+                envelope, prepared.body, now_us=now, limits=self.limits, known_types_only=True
+            )
+            if problems:
+                where = f"event #{n}" if len(drafts) > 1 else f"the {draft.type} event"
+                raise UsageError(f"{where} cannot be stored: {problems[0]}")
             sealed.append((envelope, prepared.body))
         return sealed

@@ -14,7 +14,9 @@ class Event:
 
     ``envelope`` and ``body`` are the raw stored dicts, so fields and event
     types written by a newer gitmem are kept intact. ``body`` is None when the
-    event was redacted (``redacted`` is then True) or its payload is missing.
+    event was redacted (``redacted`` is then True) or its payload is missing;
+    ``problem`` then says why a payload that is there was not handed out
+    (e.g. "payload does not match its envelope").
     """
 
     envelope: dict[str, Any]
@@ -22,6 +24,7 @@ class Event:
     ref: str
     commit: str
     redacted: bool = False
+    problem: str | None = None
 
     @property
     def id(self) -> str:
@@ -70,7 +73,7 @@ class Event:
         if self.redacted:
             return "[redacted]"
         if self.body is None:
-            return "[payload missing]"
+            return f"[{self.problem}]" if self.problem else "[payload missing]"
         text = _summary_text(self.type, self.body)
         text = " ".join(text.split())
         return text if len(text) <= width else text[: width - 1] + "…"

@@ -225,11 +225,8 @@ def _verify_chain(
             if parent not in visited:
                 visited.add(parent)
                 stack.append(parent)
-        trailers = layout.parse_trailers(info.message)
-        fmt = trailers.get(layout.FORMAT_TRAILER)
-        if fmt is None or not fmt.isdigit():
-            report.problems.append(Problem("commit has no Edda-Format trailer", ref, oid, oid))
-        elif int(fmt) > layout.FORMAT_VERSION:
+        fmt = layout.parse_trailers(info.message).get(layout.FORMAT_TRAILER)
+        if fmt is not None and fmt.isdigit() and int(fmt) > layout.FORMAT_VERSION:
             report.problems.append(
                 Problem(f"commit written in newer format {fmt}; upgrade gitmem", ref, oid, oid)
             )
@@ -238,40 +235,10 @@ def _verify_chain(
         seen_commits.add(oid)
         if first_visit:
             report.commits += 1
-        try:
-            events_tree = backend.read_path(info.tree, layout.EVENTS_DIR)
-            entries = backend.read_tree(events_tree) if events_tree else []
-        except Exception as exc:
-            report.problems.append(
-                Problem(f"commit tree unreadable: {_error_text(exc)}", ref, oid, info.tree)
-            )
+        shape, entries = commit_problems(backend, oid, info)
+        report.problems.extend(Problem(text, ref, oid, obj) for text, obj in shape)
+        if entries is None:
             continue
-        if len(info.parents) > 1 and entries:
-            report.problems.append(
-                Problem("a merge commit carries events (merges must not)", ref, oid, oid)
-            )
-        if len(info.parents) <= 1 and not entries and layout.BRANCH_TRAILER not in trailers:
-            report.problems.append(
-                Problem("commit holds no events and is not a fork commit", ref, oid, oid)
-            )
-        if not info.parents or len(info.parents) == 1:
-            names = sorted(e.name for e in entries)
-            if names != [layout.entry_name(i) for i in range(len(names))]:
-                report.problems.append(
-                    Problem(
-                        "event entries are not numbered 000000, 000001, …", ref, oid, events_tree
-                    )
-                )
-            count = trailers.get(layout.COUNT_TRAILER)
-            if count is not None and count != str(len(entries)):
-                report.problems.append(
-                    Problem(
-                        f"Edda-Events says {count} but the commit holds {len(entries)}",
-                        ref,
-                        oid,
-                        oid,
-                    )
-                )
         for entry in sorted(entries):
             try:
                 data = backend.read_blob(entry.oid)
@@ -310,6 +277,45 @@ def _verify_chain(
                 envelopes[eid] = env
                 where[eid] = (ref, oid)
                 report.events += 1
+
+
+def commit_problems(
+    backend: Any, oid: str, info: Any
+) -> tuple[list[tuple[str, str]], list[Any] | None]:
+    """What is wrong with the shape of memory commit ``oid`` (spec/storage.md §3
+    and spec/sync.md): (problem, object) pairs, and the ``events/`` entries
+    (None when the tree cannot be read). Shared by ``verify`` and by the
+    checks a pull makes on incoming commits: a code commit, a tree with
+    anything besides ``events/``, a merge that carries events, entries out
+    of sequence or a wrong ``Edda-Events`` count are all refused.
+    """
+    problems: list[tuple[str, str]] = []
+    trailers = layout.parse_trailers(info.message)
+    fmt = trailers.get(layout.FORMAT_TRAILER)
+    if fmt is None or not fmt.isdigit():
+        problems.append(("commit has no Edda-Format trailer (not a memory commit)", oid))
+    try:
+        root = backend.read_tree(info.tree)
+        events_tree = next((e.oid for e in root if e.name == layout.EVENTS_DIR), None)
+        entries = backend.read_tree(events_tree) if events_tree else []
+    except Exception as exc:
+        return [*problems, (f"commit tree unreadable: {_error_text(exc)}", info.tree)], None
+    if any(e.name != layout.EVENTS_DIR or e.mode != layout.MODE_TREE for e in root):
+        problems.append(("commit tree holds more than events/ (not a memory commit)", info.tree))
+    if len(info.parents) > 1 and entries:
+        problems.append(("a merge commit carries events (merges must not)", oid))
+    if len(info.parents) <= 1 and not entries and layout.BRANCH_TRAILER not in trailers:
+        problems.append(("commit holds no events and is not a fork commit", oid))
+    if len(info.parents) <= 1:
+        names = sorted(e.name for e in entries)
+        if names != [layout.entry_name(i) for i in range(len(names))]:
+            problems.append(("event entries are not numbered 000000, 000001, …", str(events_tree)))
+        if any(e.mode != layout.MODE_BLOB for e in entries):
+            problems.append(("an event entry is not a file", str(events_tree)))
+        count = trailers.get(layout.COUNT_TRAILER)
+        if count is not None and count != str(len(entries)):
+            problems.append((f"Edda-Events says {count} but the commit holds {len(entries)}", oid))
+    return problems, entries
 
 
 def _safe_body(ledger: Any, tree: str | None, eid: str) -> Any:

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import os
 
+from gitmem.records.validate import envelope_problems
 from gitmem.storage import canonical
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+__all__ = ["RECORD_VERSION", "SALT_BYTES", "envelope_problems", "seal"]
 
 RECORD_VERSION = 1
 SALT_BYTES = 16
@@ -49,52 +52,3 @@ def seal(
         envelope["capsule"] = capsule
     envelope["id"] = canonical.event_id(envelope)
     return envelope, body_bytes
-
-
-def envelope_problems(envelope: Any) -> list[str]:
-    """Structural problems of a decoded envelope (empty when it is sound).
-
-    Checks field presence and types and that ``id`` is re-derivable. A record
-    with ``v`` above :data:`RECORD_VERSION` is reported by the caller, not here.
-    """
-    problems: list[str] = []
-    if not isinstance(envelope, dict):
-        return ["envelope is not a JSON object"]
-    expect: dict[str, type | tuple[type, ...]] = {
-        "v": int,
-        "id": str,
-        "type": str,
-        "time": int,
-        "scope": dict,
-        "payload": dict,
-    }
-    for key, kind in expect.items():
-        if key not in envelope:
-            problems.append(f"field '{key}' is missing")
-        elif not isinstance(envelope[key], kind) or isinstance(envelope[key], bool):
-            problems.append(f"field '{key}' has the wrong type")
-    if "capsule" in envelope and not isinstance(envelope["capsule"], str):
-        problems.append("field 'capsule' has the wrong type")
-    payload = envelope.get("payload")
-    if isinstance(payload, dict):
-        digest = payload.get("digest")
-        if not (isinstance(digest, str) and digest.startswith("sha256:") and len(digest) == 71):
-            problems.append("field 'payload.digest' is malformed")
-        salt = payload.get("salt")
-        if not (isinstance(salt, str) and len(salt) == 2 * SALT_BYTES and _is_hex(salt)):
-            problems.append("field 'payload.salt' is malformed")
-        if not isinstance(payload.get("size"), int):
-            problems.append("field 'payload.size' is malformed")
-    if not problems:
-        without_id = {k: v for k, v in envelope.items() if k != "id"}
-        if canonical.event_id(without_id) != envelope["id"]:
-            problems.append("field 'id' does not match the envelope's content")
-    return problems
-
-
-def _is_hex(text: str) -> bool:
-    try:
-        bytes.fromhex(text)
-    except ValueError:
-        return False
-    return True

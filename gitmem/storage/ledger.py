@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gitmem.errors import FormatError, FormatTooNewError, GitError
+from gitmem.records.validate import event_problems, payload_problem
 from gitmem.storage import canonical, files, layout, maintenance, spool
 from gitmem.storage.backends.base import (
     EMPTY_TREE_MARK,
@@ -21,7 +22,6 @@ from gitmem.storage.backends.base import (
     edit_tree,
     transact,
 )
-from gitmem.storage.envelope import envelope_problems
 from gitmem.storage.locate import RepoLocation
 from gitmem.storage.lock import writer_lock
 from gitmem.storage.objects import ObjectBatch
@@ -501,13 +501,13 @@ class Ledger:
     @staticmethod
     def _sealed_from_spool(raw: dict[str, Any], name: str) -> Sealed:
         envelope, body = raw.get("envelope"), raw.get("body")
-        problems = envelope_problems(envelope)
-        if problems or not isinstance(body, dict):
-            raise FormatError(f"spool file {name}: {'; '.join(problems) or 'body missing'}")
-        assert isinstance(envelope, dict)
-        payload = envelope["payload"]
-        if canonical.payload_digest(payload["salt"], canonical.encode(body)) != payload["digest"]:
-            raise FormatError(f"spool file {name}: body does not match its digest")
+        # The same check capture made before acknowledging (spec/storage.md,
+        # "What a valid event is"): only a file altered since fails it. Times
+        # are not bounded by the clock here: capture already did that.
+        problems = event_problems(envelope, body) if body is not None else ["body missing"]
+        if problems:
+            raise FormatError(f"spool file {name}: {'; '.join(problems)}")
+        assert isinstance(envelope, dict) and isinstance(body, dict)
         return Sealed(envelope, body)
 
     # reading ------------------------------------------------------------------
@@ -599,3 +599,24 @@ class Ledger:
         except KeyError as exc:
             raise GitError(f"attachment {exc} of event {event_id} is missing") from exc
         return body if isinstance(body, dict) else None
+
+    def checked_body(
+        self, tree: str | None, envelope: dict[str, Any]
+    ) -> tuple[dict[str, Any] | None, str | None]:
+        """(body, None) when the event's payload is present and is exactly what
+        its envelope pins; (None, None) when it is absent; (None, why) when it
+        is unreadable, lacks an attachment or does not match its envelope.
+
+        What readers hand out: damaged or forged bytes are never shown as the
+        event's text, and one bad payload never stops a listing.
+        """
+        try:
+            body = self.body(tree, envelope["id"])
+        except GitError as exc:
+            return None, exc.message
+        except ValueError:  # not UTF-8, not JSON
+            return None, "payload is unreadable"
+        if body is None:
+            return None, None
+        why = payload_problem(envelope, body)
+        return (None, why) if why else (body, None)
