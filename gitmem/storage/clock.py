@@ -13,11 +13,13 @@ Standard library only (capture hot path).
 
 from __future__ import annotations
 
-import fcntl
 import os
 import time
 
+from gitmem.storage.lock import acquire
+
 CLOCK_FILE = "clock"
+LOCK_TIMEOUT = 10.0  # seconds; holders keep the clock lock for microseconds
 
 
 def wall_us() -> int:
@@ -27,9 +29,12 @@ def wall_us() -> int:
 
 def _update(state_dir: str | os.PathLike[str], count: int, floor: int) -> int:
     os.makedirs(state_dir, exist_ok=True)
-    fd = os.open(os.path.join(state_dir, CLOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+    path = os.path.join(state_dir, CLOCK_FILE)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        # Never an unbounded wait: a stopped holder would hang git through
+        # the hooks (capture and hooks cap it further, see lock.limit_waits).
+        acquire(fd, path, LOCK_TIMEOUT, "clock lock")
         raw = os.pread(fd, 32, 0)
         try:
             last = int(raw.decode("ascii").strip() or 0)

@@ -1,10 +1,18 @@
-"""gitmem's writer lock: one writer of memory refs at a time per common dir.
+"""gitmem's locks: the writer lock, and waiting for any flock with a deadline.
 
-An ``flock`` on ``<common dir>/edda/lock``. The kernel releases it when its
-holder dies, so unlike git's ``*.lock`` files it can never be left stale; it
-also lets a writer recognise a leftover ref lock file as stale (see
+The writer lock is an ``flock`` on ``<common dir>/edda/lock``: one writer of
+memory refs at a time per common dir. The kernel releases it when its holder
+dies, so unlike git's ``*.lock`` files it can never be left stale; it also
+lets a writer recognise a leftover ref lock file as stale (see
 :mod:`gitmem.storage.backends.libgit2`). Linked worktrees share the common
 dir and therefore the lock.
+
+No lock is ever waited for without a deadline (:func:`acquire`): a process
+that holds one and is stopped (``kill -STOP``, a debugger, a frozen network
+file system) must not hang every git command through gitmem's hooks. Processes
+that must stay fast whatever happens (``gitmem-capture``, the git hooks and
+their background worker) lower every deadline at once with
+:func:`limit_waits`. Standard library only (capture hot path).
 """
 
 from __future__ import annotations
@@ -19,18 +27,60 @@ from contextlib import contextmanager
 from gitmem.errors import ConflictError
 
 LOCK_FILE = "lock"
-
+WRITER_TIMEOUT = 120.0  # a command waits this long for another writer (big flushes, imports)
 
 # (lock path, thread) -> depth. flock is not re-entrant across file
 # descriptors: a thread that holds the lock and reaches code that takes it
 # again (redact -> read -> flush the spool) would wait on itself forever.
 _held: dict[tuple[str, int], int] = {}
 
+# The most this process waits for any lock, whatever its caller asked for
+# (None: no cap). Set by the entry points that must never hang.
+_wait_limit: float | None = None
+
+
+def limit_waits(seconds: float | None) -> None:
+    """Cap every lock wait of this process at ``seconds`` (None lifts the cap).
+
+    For processes that run inside someone else's command (``gitmem-capture``
+    on every agent tool call, git hooks, the hooks' background worker): when
+    a lock does not come in time they fail with :class:`ConflictError` and
+    leave their work for later instead of hanging.
+    """
+    global _wait_limit
+    _wait_limit = seconds
+
+
+def acquire(fd: int, path: str, timeout: float, what: str) -> None:
+    """Take an exclusive ``flock`` on ``fd`` within ``timeout`` seconds (or the
+    process's cap, if lower); raise ConflictError naming ``what`` otherwise."""
+    if _wait_limit is not None:
+        timeout = min(timeout, _wait_limit)
+    deadline = time.monotonic() + timeout
+    delay = 0.001
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise ConflictError(
+                    f"another process has held the {what} for {timeout:g} s; nothing was written",
+                    f"retry when it is done; 'fuser {path}' shows who holds it",
+                ) from None
+            # short polls: holders keep gitmem's locks for milliseconds
+            time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+            delay = min(delay * 2, 0.005)
+
 
 @contextmanager
-def writer_lock(state_dir: str | os.PathLike[str], timeout: float = 120.0) -> Iterator[None]:
+def writer_lock(
+    state_dir: str | os.PathLike[str], timeout: float = WRITER_TIMEOUT, what: str = "writer lock"
+) -> Iterator[None]:
     """Hold the writer lock (re-entrant within a thread); raise ConflictError
-    after ``timeout`` seconds of waiting for another holder."""
+    after ``timeout`` seconds of waiting for another holder. (The index
+    builder's lock is the same kind of lock in another directory: ``what``
+    names it in the error.)"""
     os.makedirs(state_dir, exist_ok=True)
     path = os.path.realpath(os.path.join(state_dir, LOCK_FILE))
     key = (path, threading.get_ident())
@@ -43,21 +93,7 @@ def writer_lock(state_dir: str | os.PathLike[str], timeout: float = 120.0) -> It
         return
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        deadline = time.monotonic() + timeout
-        delay = 0.001
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise ConflictError(
-                        f"another gitmem process has held the writer lock for {timeout:.0f} s",
-                        f"wait for it to finish; 'fuser {path}' shows who holds it",
-                    ) from None
-                time.sleep(delay)
-                # short polls: holders keep the lock for milliseconds
-                delay = min(delay * 2, 0.005)
+        acquire(fd, path, timeout, what)
         _held[key] = 1
         try:
             yield
