@@ -23,11 +23,13 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gitmem.errors import ConflictError, FormatError
+from gitmem.memory.purge import add_to_purge_list
 from gitmem.storage import canonical, clock, layout
 from gitmem.storage.envelope import envelope_problems
 from gitmem.storage.ledger import check_format
 from gitmem.storage.locate import run_git
 from gitmem.sync import shallow, transport
+from gitmem.sync.mirrorlock import mirror_lock
 
 if TYPE_CHECKING:
     from gitmem.memory.api import Memory, MergeResult
@@ -99,18 +101,21 @@ def sync(
     delay = 0.05
     for attempt in range(1, attempts + 1):
         report.attempts = attempt
-        transport.fetch(memory.location, target, prompt=prompt)
-        if shallow.truncated_memory(memory.location, memory.backend):
-            shallow.repair(memory.location, target)
-            report.shallow_repaired = True
-        mirror = _mirror(memory, target)
-        report.remote_has_memory = report.remote_has_memory or bool(mirror)
-        _merge_mirror(memory, mirror, report)
-        if pull:
-            # before pushing, so the memory merges that follow code merges travel too
-            report.code_merges.extend(memory.merge_code_merges())
-        if not push or _push(memory, target, mirror, report, prompt=prompt):
-            break
+        # From the fetch to the last mirror update: purge must not delete a
+        # blob that a mirror is about to point at (see gitmem.sync.mirrorlock).
+        with mirror_lock(memory.location.state_dir):
+            transport.fetch(memory.location, target, prompt=prompt)
+            if shallow.truncated_memory(memory.location, memory.backend):
+                shallow.repair(memory.location, target)
+                report.shallow_repaired = True
+            mirror = _mirror(memory, target)
+            report.remote_has_memory = report.remote_has_memory or bool(mirror)
+            _merge_mirror(memory, mirror, report)
+            if pull:
+                # before pushing, so the memory merges that follow code merges travel too
+                report.code_merges.extend(memory.merge_code_merges())
+            if not push or _push(memory, target, mirror, report, prompt=prompt):
+                break
         time.sleep(delay * (0.5 + random.random()))
         delay *= 2
     else:
@@ -178,8 +183,39 @@ def _merge_mirror(memory: Memory, mirror: dict[str, str], report: SyncReport) ->
         added, removed = ledger.merge_payloads(remote_payload, redacted)
         report.payloads_added += added
         report.payloads_removed += removed
+        if remote_payload is not None and redacted:
+            add_to_purge_list(
+                memory.location.state_dir, _fetched_redacted_blobs(memory, remote_payload, redacted)
+            )
         if newest:
             clock.observe(memory.location.state_path, newest)
+
+
+def _fetched_redacted_blobs(memory: Memory, remote_payload: str, redacted: set[str]) -> list[str]:
+    """Blobs of redacted payloads (and of their attachments) that the fetched
+    store still holds and the local store does not use.
+
+    merge_payloads lists what it removes from the local store, but a remote
+    that has not seen the redaction yet sends the bytes again, for instance
+    to a clone that already destroyed them. They are on disk now, reachable
+    from the mirror only: listed, the next purge destroys them.
+    """
+    ledger = memory.ledger
+    theirs = ledger.payload_tree(remote_payload)
+    ours = ledger.payload_tree()
+    blobs: list[str] = []
+    for event_id in sorted(redacted):
+        found = ledger.stored_body(theirs, event_id)
+        if found is None:
+            continue
+        blob, stored = found
+        blobs.append(blob)
+        for sha in layout.attachment_refs(stored):
+            path = layout.attachment_path(sha)
+            oid = memory.backend.read_path(theirs, path) if theirs else None
+            if oid is not None and (ours is None or memory.backend.read_path(ours, path) is None):
+                blobs.append(oid)
+    return blobs
 
 
 def _push(
