@@ -20,7 +20,7 @@ class ExitCode(IntEnum):
     ERROR = 1  # unexpected or generic failure
     USAGE = 2  # bad arguments or bad input data
     NOT_FOUND = 3  # no such event, capsule, ref or repository
-    VERIFY_FAILED = 4  # `verify` found problems
+    VERIFY_FAILED = 4  # `verify` found problems, or a pull refused invalid memory
     CONFLICT = 5  # import conflict, concurrent update that did not settle
     FORMAT = 6  # memory written by a newer, incompatible gitmem
     DEPENDENCY = 7  # an optional or required dependency is missing
@@ -75,6 +75,16 @@ class FormatError(GitmemError):
     exit_code = ExitCode.ERROR
 
 
+class IndexDamagedError(GitmemError):
+    """A sidecar index file does not match its manifest or cannot be opened.
+
+    The indexes are derived data: whoever catches this rebuilds them. Only
+    the places that detect damage raise it, so an unrelated bug (a plain
+    ``ValueError``) is never mistaken for damage and silently rebuilt over."""
+
+    exit_code = ExitCode.ERROR
+
+
 class FormatTooNewError(GitmemError):
     """Memory was written in a newer storage format than this gitmem understands."""
 
@@ -83,6 +93,13 @@ class FormatTooNewError(GitmemError):
 
 class VerifyFailedError(GitmemError):
     """`verify` found at least one problem."""
+
+    exit_code = ExitCode.VERIFY_FAILED
+
+
+class RejectedError(GitmemError):
+    """Memory from a remote failed the checks it must pass before it is merged
+    (spec/sync.md, "Incoming checks"); nothing was merged."""
 
     exit_code = ExitCode.VERIFY_FAILED
 

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from gitmem.errors import ConflictError, DependencyError, UsageError
 from gitmem.memory.event import Event
+from gitmem.records.validate import Limits, event_problems
 from gitmem.storage import canonical, clock
-from gitmem.storage.envelope import envelope_problems
 from gitmem.storage.ledger import Sealed
 
 if TYPE_CHECKING:
@@ -73,7 +73,10 @@ def export_parquet(events: Sequence[Event], path: Path) -> None:
             "envelope": [canonical.encode(e.envelope).decode() for e in rows],
         }
     )
-    pq.write_table(table, str(path))
+    # An open file, not the path: given a path, pyarrow deletes it when the
+    # write fails, and the path is the user's (as root, even /dev/full).
+    with open(path, "wb") as handle:
+        pq.write_table(table, handle)
 
 
 @dataclass
@@ -82,6 +85,7 @@ class ImportResult:
     skipped: int = 0
     overwritten: int = 0
     redactions_applied: int = 0
+    redacts: list[str] = field(default_factory=list)  # existing events whose text it removes
     dry_run: bool = False
     conflicts: list[str] = field(default_factory=list)
 
@@ -89,44 +93,59 @@ class ImportResult:
         return dict(self.__dict__)
 
 
-def parse_bundle(data: bytes) -> list[dict[str, Any]]:
-    """Validate a bundle and return its entries (UsageError on anything wrong)."""
+def parse_bundle(
+    data: bytes, *, now_us: int | None = None, limits: Limits | None = None
+) -> list[dict[str, Any]]:
+    """Validate a bundle and return its entries (UsageError on anything wrong).
+
+    Every event gets the same check as one arriving by capture or by pull
+    (:func:`gitmem.records.validate.event_problems`, with times bounded by
+    ``now_us`` plus the allowed skew). An event may come without a body only
+    when it is marked redacted and the bundle carries its redaction.
+    """
     try:
         doc = canonical.decode(data)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
+        reason = "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         raise UsageError(
-            f"the bundle is not valid JSON: {exc}", "pass a file written by 'git edda export'"
+            f"the bundle is not valid JSON: {reason}", "pass a file written by 'git edda export'"
         ) from None
     if not isinstance(doc, dict) or doc.get("format") != BUNDLE_FORMAT:
         raise UsageError("this is not a gitmem bundle", "pass a file written by 'git edda export'")
-    if not isinstance(doc.get("version"), int) or doc["version"] > BUNDLE_VERSION:
+    version = doc.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise UsageError(
-            f"bundle version {doc.get('version')} is newer than this gitmem reads", "upgrade gitmem"
+            "the bundle has no valid version", "pass a file written by 'git edda export'"
+        )
+    if version > BUNDLE_VERSION:
+        raise UsageError(
+            f"bundle version {version} is newer than this gitmem reads", "upgrade gitmem"
         )
     entries = doc.get("events")
     if not isinstance(entries, list):
         raise UsageError("the bundle has no event list")
-    for n, entry in enumerate(entries):
-        env = entry.get("envelope") if isinstance(entry, dict) else None
-        problems = envelope_problems(env)
+    targets: set[str] = set()
+    for n, entry in enumerate(entries, 1):
+        if not isinstance(entry, dict):
+            raise UsageError(f"bundle event #{n} is not a JSON object", "export it again")
+        env, body = entry.get("envelope"), entry.get("body")
+        problems = event_problems(env, body, now_us=now_us, limits=limits)
         if problems:
+            eid = env.get("id") if isinstance(env, dict) else None
+            which = f"{eid[:12]}" if isinstance(eid, str) else f"#{n}"
             raise UsageError(
-                f"bundle event #{n + 1}: {'; '.join(problems)}",
-                "the bundle is damaged; export it again",
+                f"bundle event {which}: {problems[0]}",
+                "the bundle is damaged or was altered; nothing was imported",
             )
-        assert isinstance(env, dict) and isinstance(entry, dict)
-        body = entry.get("body")
-        if body is not None:
-            if not isinstance(body, dict):
-                raise UsageError(f"bundle event {env['id']}: body is not an object")
-            digest = canonical.payload_digest(
-                env["payload"]["salt"], canonical.encode(canonical.normalize(body))
+        if env["type"] == "redaction" and isinstance(body, dict):
+            targets.add(body["target"])
+    for entry in entries:
+        if entry.get("body") is None and entry["envelope"]["id"] not in targets:
+            raise UsageError(
+                f"bundle event {entry['envelope']['id'][:12]} has no body and the bundle "
+                "does not redact it",
+                "the bundle is damaged or was altered; nothing was imported",
             )
-            if digest != env["payload"]["digest"]:
-                raise UsageError(
-                    f"bundle event {env['id']}: body does not match its digest",
-                    "the bundle was altered; export it again",
-                )
     return entries
 
 
@@ -144,7 +163,8 @@ def import_bundle(
         raise UsageError(
             f"unknown conflict strategy {strategy!r}", f"use one of: {', '.join(STRATEGIES)}"
         )
-    entries = parse_bundle(data)
+    limits = Limits.from_config(memory.config)
+    entries = parse_bundle(data, now_us=clock.wall_us(), limits=limits)
     result = ImportResult(dry_run=dry_run)
     with memory.ledger.locked():
         existing = {e.id: e for e in memory.events(all_branches=True)}
@@ -188,10 +208,17 @@ def import_bundle(
         removals = [t for t in removals if t in existing or t in bundle_ids]
         restore = [s for s in restore if s.envelope["id"] not in removals]
         new = [s if s.envelope["id"] not in removals else Sealed(s.envelope, None) for s in new]
-        result.redactions_applied = len(removals)
+        # Reported before anything is applied (and by --dry-run): which events
+        # already here lose their text. One already redacted is not counted,
+        # so importing the same bundle twice reports nothing the second time.
+        result.redacts = sorted(
+            t for t in removals if t in existing and existing[t].body is not None
+        )
+        result.redactions_applied = len(result.redacts)
         if dry_run or not (new or restore or removals):
             return result
         memory.ledger.commit(new, remove_payloads=removals, restore_payloads=restore)
         if new:
-            clock.observe(memory.location.state_dir, max(s.envelope["time"] for s in new))
+            newest = max(s.envelope["time"] for s in new)
+            clock.observe(memory.location.state_dir, newest, skew_us=limits.skew_us)
     return result

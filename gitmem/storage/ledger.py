@@ -320,13 +320,19 @@ class Ledger:
                     break
         return targets
 
-    def merge_payloads(self, other_tip: str | None, redacted: set[str]) -> tuple[int, int]:
+    def merge_payloads(
+        self,
+        other_tip: str | None,
+        redacted: set[str],
+        skip: set[str] | frozenset[str] = frozenset(),
+    ) -> tuple[int, int]:
         """Merge another payload store (a fetched one) into ours. Caller holds the lock.
 
         The result is the union of both stores minus every payload in
         ``redacted`` and the attachments only they used: a clone that still
-        holds a redacted payload can never bring it back. Returns (payloads
-        added, payloads removed).
+        holds a redacted payload can never bring it back. Payloads in ``skip``
+        (claimed by no known event) are not taken. Returns (payloads added,
+        payloads removed).
         """
         counts = [0, 0]
         removed_blobs: list[str] = []
@@ -338,8 +344,8 @@ class Ledger:
             removing = sorted(e for e in redacted if self.stored_body(root, e) is not None)
             changes, removed = self._removal(root, removing)
             added = 0
-            for event_id, blob in self._missing_payloads(root, other):
-                if event_id in redacted:
+            for event_id, blob in self.missing_payloads(root, other):
+                if event_id in redacted or event_id in skip:
                     continue
                 changes[layout.payload_path(event_id)] = blob
                 added += 1
@@ -364,7 +370,7 @@ class Ledger:
                 handle.write("".join(f"{oid}\n" for oid in removed_blobs))
         return counts[0], counts[1]
 
-    def _missing_payloads(self, root: str | None, other: str | None) -> Iterator[tuple[str, str]]:
+    def missing_payloads(self, root: str | None, other: str | None) -> Iterator[tuple[str, str]]:
         """(event id, blob) of payloads in store ``other`` that ``root`` lacks."""
         if other is None:
             return

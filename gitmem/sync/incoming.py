@@ -1,0 +1,214 @@
+"""Checks on memory fetched from a remote, made before any of it is merged.
+
+A remote is as hostile as any other input (spec/sync.md, "Incoming checks").
+Everything ``verify`` checks is checked here on what a pull would bring in,
+and one failure refuses the whole pull with one error naming the ref, the
+commit and the problem; nothing local changes:
+
+* every fetched ref under ``refs/edda/`` has a name a valid store can hold
+  and points at a commit;
+* every incoming chain commit is a memory commit of a known format and shape
+  (a code commit, a tree with anything besides ``events/``, a merge carrying
+  events are refused: :func:`gitmem.memory.verify.commit_problems`);
+* every incoming envelope is canonical and valid, with a time not past the
+  local clock plus ``edda.maxClockSkew``, and appears once;
+* the fetched payload store is a parentless snapshot of ``p/`` and ``b/``;
+* every payload the merge would add is valid for its event and matches the
+  envelope's digest (its attachments joined and their names checked), and
+  every incoming event that was not redacted has one.
+
+Payloads no known event claims (left by an interrupted write on the other
+side) are not merged, rather than refused: they are harmless there and
+unverifiable here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from gitmem.errors import GitmemError, RejectedError
+from gitmem.memory.verify import commit_problems
+from gitmem.records.validate import (
+    Limits,
+    event_problems,
+    memory_ref_problem,
+    payload_problem,
+)
+from gitmem.storage import canonical, clock, layout
+from gitmem.storage.ledger import check_format
+
+if TYPE_CHECKING:
+    from gitmem.memory.api import Memory
+
+
+@dataclass
+class Incoming:
+    """What the checks learnt: the newest incoming time, and payloads not to merge."""
+
+    newest: int = 0
+    skip_payloads: set[str] = field(default_factory=set)
+
+
+def _refuse(remote: str, what: str, problem: str) -> RejectedError:
+    return RejectedError(
+        f"refused memory from {remote}: {what}: {problem}",
+        "nothing was merged; the remote's memory is damaged or forged: ask whoever "
+        "pushed it to run 'git edda verify', and do not push over it",
+    )
+
+
+def check_fetched(memory: Memory, mirror: dict[str, str], remote: str, limits: Limits) -> Incoming:
+    """Check the fetched refs ``mirror`` (``refs/edda/…`` name -> tip) before a
+    merge; raise :class:`RejectedError` on the first problem."""
+    backend = memory.backend
+    ledger = memory.ledger
+    result = Incoming()
+    for ref, tip in sorted(mirror.items()):
+        why = memory_ref_problem(ref)
+        if why:
+            raise _refuse(remote, f"ref {ref}", why)
+        if not (layout.is_chain_ref(ref) or ref == layout.PAYLOAD_REF):
+            continue  # unknown refs are never merged
+        try:
+            info = backend.read_commit(tip)
+        except GitmemError as exc:
+            raise _refuse(remote, f"ref {ref} ({tip[:12]})", exc.message) from None
+        check_format(info.message, f"memory ref {ref} on {remote}")
+
+    chains = {ref: tip for ref, tip in mirror.items() if layout.is_chain_ref(ref)}
+    local = ledger.memory_refs()
+    commits = backend.commits_between(list(chains.values()), list(local.values()))
+    now = clock.wall_us()
+    envelopes: dict[str, dict[str, Any]] = {}
+    for oid in commits:
+        what = f"commit {oid[:12]}"
+        try:
+            info = backend.read_commit(oid)
+        except GitmemError as exc:
+            raise _refuse(remote, what, exc.message) from None
+        check_format(info.message, f"fetched memory commit {oid}")
+        shape, entries = commit_problems(backend, oid, info)
+        if shape:
+            raise _refuse(remote, what, shape[0][0])
+        for entry in entries or ():
+            try:
+                data = backend.read_blob(entry.oid)
+                envelope = canonical.decode(data)
+            except (GitmemError, ValueError):
+                raise _refuse(
+                    remote, f"{what}, event blob {entry.oid[:12]}", "unreadable"
+                ) from None
+            if not canonical.is_canonical(data):
+                raise _refuse(remote, f"{what}, event blob {entry.oid[:12]}", "not canonical")
+            problems = event_problems(envelope, None, now_us=now, limits=limits)
+            if problems:
+                raise _refuse(remote, f"{what}, event blob {entry.oid[:12]}", problems[0])
+            if envelope["id"] in envelopes:
+                raise _refuse(remote, what, f"event {envelope['id'][:12]} appears twice")
+            envelopes[envelope["id"]] = envelope
+            result.newest = max(result.newest, envelope["time"])
+
+    theirs = _payload_tree(memory, mirror.get(layout.PAYLOAD_REF), remote)
+    ours = ledger.payload_tree()
+    redacted = ledger.redaction_targets([ours, theirs]) | _incoming_redactions(
+        memory, envelopes, [theirs, ours]
+    )
+    claimed = {eid for eid, _ in ledger.missing_payloads(ours, theirs)} - redacted
+    unknown = claimed - envelopes.keys()
+    known = _local_envelopes(memory, unknown) if unknown else {}
+    for event_id in sorted(claimed):
+        envelope = envelopes.get(event_id) or known.get(event_id)
+        if envelope is None:
+            result.skip_payloads.add(event_id)
+            continue
+        _check_payload(memory, theirs, envelope, remote)
+    for event_id in sorted(envelopes):
+        if event_id in redacted or event_id in claimed:
+            continue
+        if ledger.stored_body(ours, event_id) is None:
+            raise _refuse(
+                remote,
+                f"event {event_id[:12]}",
+                "it has no payload and was not redacted",
+            )
+    return result
+
+
+def _payload_tree(memory: Memory, tip: str | None, remote: str) -> str | None:
+    """The fetched payload store's tree, after checking its shape."""
+    if tip is None:
+        return None
+    backend = memory.backend
+    what = f"payload store {tip[:12]}"
+    try:
+        info = backend.read_commit(tip)
+        if info.parents:
+            raise _refuse(remote, what, "it has parents (it must be a snapshot)")
+        for entry in backend.read_tree(info.tree):
+            if entry.name not in ("p", "b") or entry.mode != layout.MODE_TREE:
+                raise _refuse(remote, what, f"unexpected entry {entry.name!r}")
+            for fan in backend.read_tree(entry.oid):
+                if fan.mode != layout.MODE_TREE:
+                    raise _refuse(remote, what, f"{entry.name}/{fan.name} is not a directory")
+    except GitmemError as exc:
+        if isinstance(exc, RejectedError):
+            raise
+        raise _refuse(remote, what, exc.message) from None
+    return info.tree
+
+
+def _incoming_redactions(
+    memory: Memory, envelopes: dict[str, dict[str, Any]], trees: list[str | None]
+) -> set[str]:
+    """Targets of the incoming redaction events (their bodies in either store)."""
+    targets: set[str] = set()
+    for envelope in envelopes.values():
+        if envelope["type"] != "redaction":
+            continue
+        for tree in trees:
+            body, _ = memory.ledger.checked_body(tree, envelope)
+            if body is not None:
+                if isinstance(body.get("target"), str):
+                    targets.add(body["target"])
+                break
+    return targets
+
+
+def _local_envelopes(memory: Memory, wanted: set[str]) -> dict[str, dict[str, Any]]:
+    """Envelopes of local events among ``wanted`` (a walk, done only when the
+    remote offers payloads for events that are not incoming)."""
+    found: dict[str, dict[str, Any]] = {}
+    for located in memory.ledger.envelopes():
+        if located.envelope.get("id") in wanted:
+            found[located.envelope["id"]] = located.envelope
+            if len(found) == len(wanted):
+                break
+    return found
+
+
+def _check_payload(memory: Memory, tree: str | None, envelope: dict[str, Any], remote: str) -> None:
+    """The fetched payload of ``envelope`` is valid and is what the envelope pins."""
+    event_id = envelope["id"]
+    what = f"payload of event {event_id[:12]}"
+
+    def attachment(sha: str) -> bytes | None:
+        data = memory.ledger.attachment(tree, sha) if tree else None
+        if data is not None and canonical.sha256_hex(data) != sha:
+            raise _refuse(remote, what, f"attachment {sha[:12]} does not match its name")
+        return data
+
+    try:
+        found = memory.ledger.stored_body(tree, event_id)
+        if found is None:
+            raise _refuse(remote, what, "it is missing")
+        body = layout.join_attachments(found[1], attachment)
+    except KeyError as exc:
+        raise _refuse(remote, what, f"attachment {exc} is missing") from None
+    except (GitmemError, ValueError) as exc:
+        if isinstance(exc, RejectedError):
+            raise
+        raise _refuse(remote, what, "it is unreadable (not UTF-8 JSON)") from None
+    why = payload_problem(envelope, body)
+    if why:
+        raise _refuse(remote, what, why)
