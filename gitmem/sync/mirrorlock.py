@@ -18,14 +18,12 @@ capture path nor git hooks take it: hooks only start a background push.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from gitmem.errors import ConflictError
+from gitmem.storage.lock import acquire
 
 MIRROR_LOCK_FILE = "mirror-lock"
 # A sync round waits for a gc's repack, a gc for a round's fetch and push:
@@ -53,20 +51,9 @@ def mirror_lock(
         return
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        deadline = time.monotonic() + timeout
-        delay = 0.005
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise ConflictError(
-                        f"a memory sync or gc has been running for over {timeout:.0f} s",
-                        f"wait for it to finish; 'fuser {path}' shows which process it is",
-                    ) from None
-                time.sleep(delay)
-                delay = min(delay * 2, 0.1)  # holders keep it for seconds, not milliseconds
+        # acquire() honours the wait cap of processes that must stay quick
+        # (the hooks' background worker pushes through sync).
+        acquire(fd, path, timeout, "memory sync/gc lock")
         _held[key] = 1
         try:
             yield
