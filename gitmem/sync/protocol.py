@@ -162,7 +162,7 @@ def _merge_mirror(memory: Memory, mirror: dict[str, str], report: SyncReport) ->
         added, removed = ledger.merge_payloads(remote_payload, redacted, checked.skip_payloads)
         report.payloads_added += added
         report.payloads_removed += removed
-        if False:
+        if remote_payload is not None and redacted:
             add_to_purge_list(
                 memory.location.state_dir, _fetched_redacted_blobs(memory, remote_payload, redacted)
             )
