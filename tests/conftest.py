@@ -113,17 +113,18 @@ def run_cli(repo: Path | str, *args: str, stdin: bytes | None = None) -> tuple[i
 
     from gitmem.cli.main import run
 
-    out, err = io.StringIO(), io.StringIO()
-    stdin_buffer = io.BytesIO(stdin or b"")
-    fake_stdin = io.TextIOWrapper(stdin_buffer, encoding="utf-8")
+    # Byte-backed streams, as a process has: commands write bundles to .buffer.
+    out_bytes, err_bytes = io.BytesIO(), io.BytesIO()
+    out = io.TextIOWrapper(out_bytes, encoding="utf-8", write_through=True)
+    err = io.TextIOWrapper(err_bytes, encoding="utf-8", write_through=True)
     saved = sys.stdin
-    sys.stdin = fake_stdin
+    sys.stdin = io.TextIOWrapper(io.BytesIO(stdin or b""), encoding="utf-8")
     try:
         with redirect_stdout(out), redirect_stderr(err):
             code = run([*args, "-C", str(repo)])
     finally:
         sys.stdin = saved
-    return code, out.getvalue(), err.getvalue()
+    return code, out_bytes.getvalue().decode(), err_bytes.getvalue().decode()
 
 
 def ref_tip(repo: Path, ref: str) -> str | None:

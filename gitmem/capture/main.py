@@ -108,9 +108,13 @@ def capture(text: str | None, cwd: str | None = None, *, stream: Any = None) -> 
     """
     location = locate(cwd)
     config = read_config(location)
+    limit = get_int(config, "edda.maxCaptureBytes", DEFAULT_MAX_CAPTURE_BYTES)
     if text is None:
-        text = read_input(
-            stream, get_int(config, "edda.maxCaptureBytes", DEFAULT_MAX_CAPTURE_BYTES)
+        text = read_input(stream, limit)
+    elif len(text) > limit // 4 and len(text.encode("utf-8", "surrogatepass")) > limit:
+        raise UsageError(
+            f"the input is larger than {limit} bytes",
+            "send less, or raise git config edda.maxCaptureBytes",
         )
     try:
         drafts = parse_events(text)

@@ -100,7 +100,7 @@ def check_draft(draft: Draft, limits: Limits | None = None, now_us: int | None =
         )
     for name in ("session", "agent"):
         value = getattr(draft, name)
-        why = None if value is None else scope_value_problem(value)
+        why = None if value is None or value == "" else scope_value_problem(value)
         if why:
             raise UsageError(f"the event's {name} {why}", f"give a short {name} id")
     if draft.capsule is not None and capsule_problem(draft.capsule):
