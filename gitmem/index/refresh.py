@@ -272,16 +272,16 @@ class _Builder:
                 if envelope["id"] in known_ids:
                     continue
                 known_ids.add(envelope["id"])
-                body = self.ledger.body(tree, envelope["id"])
+                body, _ = self.ledger.checked_body(tree, envelope)
                 new_rows.append(_row(envelope, body, event_ref, commit))
             self.progress("reading memory commits", done, len(to_read))
         # Bodies that were missing may have arrived (a payload store merged by sync).
         revived = []
         if payloads != manifest.payloads:
             for row in state.missing_rows():
-                body = self.ledger.body(tree, row["id"])
+                envelope = json.loads(row["envelope"])
+                body, _ = self.ledger.checked_body(tree, envelope)
                 if body is not None:
-                    envelope = json.loads(row["envelope"])
                     revived.append(_row(envelope, body, row["ref"], row["commit"]))
         # Redactions: every target of a redaction event loses its text everywhere.
         targets = {r["target"] for r in new_rows if r["type"] == "redaction" and r["target"]}
@@ -371,7 +371,8 @@ def _row(
     from gitmem.index.vectors import key64
 
     event_type = str(envelope.get("type", ""))
-    scope = envelope.get("scope") or {}
+    scope = envelope.get("scope")
+    scope = scope if isinstance(scope, dict) else {}
     body_ok = isinstance(body, dict)
     b: dict[str, Any] | None = body if body_ok else None
     tags = b.get("tags") if b else None
@@ -386,10 +387,13 @@ def _row(
         "time": int(envelope.get("time", 0)),
         "commit": commit,
         "ref": ref,
-        "session": scope.get("session"),
-        "agent": scope.get("agent"),
-        "user": scope.get("user"),
-        "capsule": envelope.get("capsule"),
+        # Validation keeps non-strings out (spec/storage.md "What a valid event
+        # is"); memory written before it existed may still hold them, and one
+        # such value must not make the whole table unbuildable.
+        "session": _text_or_none(scope.get("session")),
+        "agent": _text_or_none(scope.get("agent")),
+        "user": _text_or_none(scope.get("user")),
+        "capsule": _text_or_none(envelope.get("capsule")),
         "key": str(key) if key is not None else None,
         "target": str(target) if isinstance(target, str) else None,
         "paths": paths_of(b),
@@ -402,6 +406,10 @@ def _row(
         "envelope": json.dumps(envelope, sort_keys=True, ensure_ascii=False),
         "body": json.dumps(b, sort_keys=True, ensure_ascii=False) if b is not None else None,
     }
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _decision_line(

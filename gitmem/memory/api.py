@@ -684,7 +684,8 @@ class Memory:
         for located in (loc for locs in self._per_ref.values() for loc in locs):
             unique.setdefault(located.envelope["id"], located)
         tree = self.ledger.payload_tree()
-        bodies = {eid: self.ledger.body(tree, eid) for eid in unique}
+        checked = {eid: self.ledger.checked_body(tree, loc.envelope) for eid, loc in unique.items()}
+        bodies = {eid: body for eid, (body, _) in checked.items()}
         redacted = {
             str(body.get("target"))
             for eid, body in bodies.items()
@@ -697,6 +698,7 @@ class Memory:
                 loc.ref,
                 loc.commit,
                 eid in redacted,
+                None if eid in redacted else checked[eid][1],
             )
             for eid, loc in unique.items()
         }
