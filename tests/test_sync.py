@@ -736,7 +736,7 @@ def test_pull_refuses_a_tampered_incoming_event_and_changes_nothing(tmp_path: Pa
     ).strip()
     git(bare, "update-ref", "refs/edda/branches/main", forged)
     code, out, err = cli(b, "pull")
-    assert code == 1, (out, err)
+    assert code == 4, (out, err)  # RejectedError: the documented exit code of a refused pull
     assert forged in err and "nothing was merged" in err
     assert memory_refs(b) == before
     assert mine in event_ids(b)

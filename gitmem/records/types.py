@@ -14,7 +14,7 @@ the Structs validate what this version writes, they never filter what it reads.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -26,33 +26,63 @@ class _Body(msgspec.Struct, omit_defaults=True, kw_only=True, forbid_unknown_fie
     """Base of every event body: optional fields left at their default are not stored."""
 
 
+# Constraints of spec/storage.md §17, so that formats/ (generated from these
+# Structs) carries them; gitmem.records.validate enforces them on the hot path
+# without msgspec, and tests/boundary/test_validate_rules.py checks they agree.
+_ONE_LINE = r"^[^\x00-\x1f\x7f]+$"
+ScopeId = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=1,
+        max_length=256,
+        pattern=_ONE_LINE,
+        description="at most 256 UTF-8 bytes, no control characters",
+    ),
+]
+Hex32 = Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{32}$")]
+
+
 class Scope(msgspec.Struct, omit_defaults=True, kw_only=True, forbid_unknown_fields=False):
     """Who and where: the scope ids every event carries."""
 
-    repo: str | None = None
-    branch: str | None = None
-    session: str | None = None
-    agent: str | None = None
-    user: str | None = None
+    repo: ScopeId | None = None
+    branch: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                min_length=1,
+                max_length=256,
+                pattern=_ONE_LINE,
+                description="a branch name git accepts (git check-ref-format --branch)",
+            ),
+        ]
+        | None
+    ) = None
+    session: ScopeId | None = None
+    agent: ScopeId | None = None
+    user: ScopeId | None = None
 
 
 class PayloadRef(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
     """How the envelope pins its body: a salted SHA-256 and the body's size."""
 
-    digest: str  # "sha256:" + 64 hex of sha256(salt bytes + canonical body)
-    salt: str  # 32 hex characters (16 random bytes)
-    size: int  # length in bytes of the canonical body
+    # "sha256:" + 64 hex of sha256(salt bytes + canonical body)
+    digest: Annotated[str, msgspec.Meta(pattern="^sha256:[0-9a-f]{64}$")]
+    salt: Hex32  # 32 hex characters (16 random bytes)
+    # length in bytes of the canonical body
+    size: Annotated[int, msgspec.Meta(ge=0, le=16 * 1024 * 1024)]
 
 
 class Envelope(msgspec.Struct, omit_defaults=True, kw_only=True, forbid_unknown_fields=False):
     """The part of an event that stays in the hashed chain forever."""
 
-    v: int  # record format version (1)
-    id: str  # 32 hex: sha256(canonical envelope without "id")[:32]
-    type: str
-    time: int  # hybrid-logical microseconds since the Unix epoch
+    v: Annotated[int, msgspec.Meta(ge=1)]  # record format version (1)
+    id: Hex32  # sha256(canonical envelope without "id")[:32]
+    type: Annotated[str, msgspec.Meta(pattern="^[a-z][a-z0-9_]{0,63}$")]
+    # hybrid-logical microseconds since the Unix epoch, 2000-01-01 .. 9999-12-31
+    time: Annotated[int, msgspec.Meta(ge=946_684_800_000_000, le=253_402_300_799_999_999)]
     scope: Scope
-    capsule: str | None = None
+    capsule: Hex32 | None = None
     payload: PayloadRef
 
 

@@ -134,3 +134,45 @@ def test_a_huge_field_costs_little_and_is_truncated_with_the_marker(repo: Path) 
     assert marker in stored
     removed = int(stored.rsplit("truncated ", 1)[1].split()[0])
     assert removed == len(text.encode()) - len(stored.split(marker)[0].encode())
+
+
+ENVELOPE_CHANGES = [
+    {},
+    {"v": 0},
+    {"id": "A" * 32},
+    {"type": "Note"},
+    {"type": "a" * 65},
+    {"time": 5},
+    {"time": 10**18},
+    {"capsule": "zz"},
+    {"capsule": "0" * 32},
+    {"payload": {"digest": "sha256:00", "salt": "ab" * 16, "size": 1}},
+    {"payload": {"digest": "sha256:" + "0" * 64, "salt": "AB" * 16, "size": 1}},
+    {"payload": {"digest": "sha256:" + "0" * 64, "salt": "ab" * 16, "size": 2**30}},
+    {"scope": {"session": "a\nb"}},
+    {"scope": {"session": "s" * 300}},
+    {"scope": {"agent": "ok"}},
+]
+
+
+@pytest.mark.parametrize("change", ENVELOPE_CHANGES, ids=str)
+def test_envelope_schema_agrees_with_the_hot_path_rules(change: dict[str, Any]) -> None:
+    """formats/envelope.v1.schema.json (from the Struct) and validate.py agree
+    on every rule a schema can express (the id is re-derived so only the
+    change itself can be wrong)."""
+    from gitmem.records.types import Envelope
+    from gitmem.records.validate import envelope_problems
+    from gitmem.storage import canonical
+    from gitmem.storage.envelope import seal
+
+    env, _ = seal("note", {"text": "x"}, scope={"branch": "main"}, time_us=clock.wall_us())
+    env.update(change)
+    env.pop("id")
+    env["id"] = change.get("id") or canonical.event_id(env)
+    try:
+        msgspec.convert(env, Envelope)
+        schema_ok = True
+    except msgspec.ValidationError:
+        schema_ok = False
+    rules_ok = not [p for p in envelope_problems(env) if "does not match" not in p]
+    assert schema_ok == rules_ok, (change, envelope_problems(env))
