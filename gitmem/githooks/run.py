@@ -38,6 +38,7 @@ from gitmem.storage.locate import (
     RepoLocation,
     head_branch,
     locate,
+    memory_branch,
     operation_in_progress,
     read_git_output,
 )
@@ -47,6 +48,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 LOG_NAME = "hooks.log"
+# Seconds a hook waits for any of gitmem's locks (the clock, when it spools an
+# event); git and the user wait for the hook, so after this it defers its work.
+HOOK_LOCK_WAIT = 0.5
 LOG_MAX_BYTES = 1 << 20
 ZERO = "0" * 40
 
@@ -211,7 +215,8 @@ def _spool(
     active: dict[str, str] | None = None,
 ) -> None:
     from gitmem.capture.active import read_active
-    from gitmem.capture.sealer import Draft, Sealer
+    from gitmem.capture.sealer import Draft, Sealer, agent_from_env
+    from gitmem.errors import ConflictError
     from gitmem.storage import spool
     from gitmem.storage.gitconfig import get_bool, read_config
 
@@ -227,7 +232,29 @@ def _spool(
         agent=active.get("agent"),
         capsule=active.get("capsule"),
     )
-    sealed = Sealer(location, config).seal([draft])
+    try:
+        sealed = Sealer(location, config).seal([draft])
+    except ConflictError as exc:
+        # The clock lock did not come in time (HOOK_LOCK_WAIT): git must not
+        # wait for it. Leave the event as an intent; the next gitmem process
+        # with the full library seals and commits it (Memory.apply_intents).
+        from gitmem.branches.intents import write_intent
+
+        intent = {
+            "kind": "event",
+            "type": event_type,
+            "body": body,
+            # as this process's sealer would have resolved them: the process
+            # applying the intent has another environment
+            "session": draft.session or os.environ.get("GITMEM_SESSION") or None,
+            "agent": draft.agent or agent_from_env(),
+            "capsule": draft.capsule,
+            "branch": memory_branch(location),
+        }
+        write_intent(location.state_path, intent, fsync=get_bool(config, "edda.fsync", True))
+        log(location, f"{event_type} deferred to the next gitmem command: {exc.message}")
+        _run_job(location, "apply")
+        return
     spool.write_spool(
         location.state_path,
         [{"envelope": env, "body": b} for env, b in sealed],
@@ -299,6 +326,9 @@ def main(argv: list[str]) -> None:
     """Run gitmem's part of hook ``argv[0]``; never raises, never exits non-zero."""
     location = None
     try:
+        from gitmem.storage.lock import limit_waits
+
+        limit_waits(HOOK_LOCK_WAIT)
         hook = argv[0]
         location = locate()
         handler = HANDLERS.get(hook)

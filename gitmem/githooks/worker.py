@@ -18,6 +18,8 @@ import os
 import sys
 from typing import Any
 
+LOCK_WAIT = 2.0  # seconds the worker waits for any lock before leaving its work for later
+
 
 def run_job(job: str, repo: str, *args: str) -> str:
     """Do ``job`` for the repository at ``repo``; returns a one-line summary."""
@@ -56,10 +58,15 @@ def _refresh_index(memory: Any) -> str:
 def main(argv: list[str]) -> int:
     from gitmem.githooks.run import log
     from gitmem.storage.locate import locate
+    from gitmem.storage.lock import limit_waits
 
     # One BLAS thread: spinning OpenBLAS workers would compete with the
     # user's git and agent on a small machine (see gitmem.cli.main).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    # A lock held for longer than this (a stopped process) leaves the intents
+    # and the spool for the next gitmem command instead of a worker waiting
+    # for minutes (or a hook, under GITMEM_HOOKS_FOREGROUND=1).
+    limit_waits(LOCK_WAIT)
     location = None
     try:
         location = locate(argv[1])

@@ -102,7 +102,7 @@ def builder_lock(root: Path, timeout: float) -> Iterator[None]:
     """One index builder at a time (ConflictError after ``timeout`` seconds)."""
     from gitmem.storage.lock import writer_lock
 
-    with writer_lock(root, timeout=timeout):
+    with writer_lock(root, timeout=timeout, what="index builder lock"):
         yield
 
 

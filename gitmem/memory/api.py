@@ -400,6 +400,9 @@ class Memory:
         head = intent.get("head") if isinstance(intent.get("head"), str) else None
         orig = intent.get("orig") if isinstance(intent.get("orig"), str) else None
         tips = self.ledger.memory_refs()
+        if intent.get("kind") == "event":
+            self._apply_event_intent(intent)
+            return []
         results = []
         for source in merged_into(self, branch, target_code=head, before=orig):
             results.append(self._join(source, branch, tips[layout.branch_ref(source)]))
@@ -418,6 +421,24 @@ class Memory:
                 name for name in (self.branch, self.trunk) if name is not None and name in local
             }
             for ref in self.ledger.memory_refs():
+    # Events a git hook could not seal because the clock lock did not come in
+    # time (gitmem.githooks.run._spool): only the kinds hooks record.
+    _DEFERRED_TYPES = ("commit_link", "commit_rewrite")
+
+    def _apply_event_intent(self, intent: dict[str, Any]) -> None:
+        """Record an event a git hook deferred (sealed now, with the clock now).
+        A malformed intent is dropped: nothing acknowledged it."""
+        event_type, body = intent.get("type"), intent.get("body")
+        if event_type not in self._DEFERRED_TYPES or not isinstance(body, dict):
+            return
+        scope = {k: intent.get(k) for k in ("session", "agent", "capsule", "branch")}
+        if not all(v is None or isinstance(v, str) for v in scope.values()):
+            return
+        try:
+            self.append(str(event_type), body, **scope)
+        except UsageError:
+            return  # the sealer refuses it (a field no longer valid): drop it
+
                 name = layout.branch_of_ref(ref)
                 if name is not None and name in local:
                     targets.add(name)

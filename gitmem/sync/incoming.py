@@ -73,7 +73,7 @@ def check_fetched(memory: Memory, mirror: dict[str, str], remote: str, limits: L
         try:
             info = backend.read_commit(tip)
         except GitmemError as exc:
-            raise _refuse(remote, f"ref {ref} ({tip[:12]})", exc.message) from None
+            raise _refuse(remote, f"ref {ref} ({tip})", exc.message) from None
         check_format(info.message, f"memory ref {ref} on {remote}")
 
     chains = {ref: tip for ref, tip in mirror.items() if layout.is_chain_ref(ref)}
@@ -82,7 +82,7 @@ def check_fetched(memory: Memory, mirror: dict[str, str], remote: str, limits: L
     now = clock.wall_us()
     envelopes: dict[str, dict[str, Any]] = {}
     for oid in commits:
-        what = f"commit {oid[:12]}"
+        what = f"commit {oid}"
         try:
             info = backend.read_commit(oid)
         except GitmemError as exc:
@@ -96,14 +96,12 @@ def check_fetched(memory: Memory, mirror: dict[str, str], remote: str, limits: L
                 data = backend.read_blob(entry.oid)
                 envelope = canonical.decode(data)
             except (GitmemError, ValueError):
-                raise _refuse(
-                    remote, f"{what}, event blob {entry.oid[:12]}", "unreadable"
-                ) from None
+                raise _refuse(remote, f"{what}, event blob {entry.oid}", "unreadable") from None
             if not canonical.is_canonical(data):
-                raise _refuse(remote, f"{what}, event blob {entry.oid[:12]}", "not canonical")
+                raise _refuse(remote, f"{what}, event blob {entry.oid}", "not canonical")
             problems = event_problems(envelope, None, now_us=now, limits=limits)
             if problems:
-                raise _refuse(remote, f"{what}, event blob {entry.oid[:12]}", problems[0])
+                raise _refuse(remote, f"{what}, event blob {entry.oid}", problems[0])
             if envelope["id"] in envelopes:
                 raise _refuse(remote, what, f"event {envelope['id'][:12]} appears twice")
             envelopes[envelope["id"]] = envelope
@@ -140,7 +138,7 @@ def _payload_tree(memory: Memory, tip: str | None, remote: str) -> str | None:
     if tip is None:
         return None
     backend = memory.backend
-    what = f"payload store {tip[:12]}"
+    what = f"payload store {tip}"
     try:
         info = backend.read_commit(tip)
         if info.parents:
