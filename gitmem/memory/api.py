@@ -387,6 +387,9 @@ class Memory:
     def _apply_intent(self, intent: dict[str, Any]) -> list[MergeResult]:
         from gitmem.branches.detect import merged_into
 
+        if intent.get("kind") == "event":
+            self._apply_event_intent(intent)
+            return []
         branch = intent.get("branch")
         if not isinstance(branch, str) or not branch:
             return []
@@ -407,6 +410,24 @@ class Memory:
         for source in merged_into(self, branch, target_code=head, before=orig):
             results.append(self._join(source, branch, tips[layout.branch_ref(source)]))
         return results
+
+    # Events a git hook could not seal because the clock lock did not come in
+    # time (gitmem.githooks.run._spool): only the kinds hooks record.
+    _DEFERRED_TYPES = ("commit_link", "commit_rewrite")
+
+    def _apply_event_intent(self, intent: dict[str, Any]) -> None:
+        """Record an event a git hook deferred (sealed now, with the clock now).
+        A malformed intent is dropped: nothing acknowledged it."""
+        event_type, body = intent.get("type"), intent.get("body")
+        if event_type not in self._DEFERRED_TYPES or not isinstance(body, dict):
+            return
+        scope = {k: intent.get(k) for k in ("session", "agent", "capsule", "branch")}
+        if not all(v is None or isinstance(v, str) for v in scope.values()):
+            return
+        try:
+            self.append(str(event_type), body, **scope)
+        except UsageError:
+            return  # the sealer refuses it (a field no longer valid): drop it
 
     def merge_code_merges(self) -> list[MergeResult]:
         """Merge the memory of every branch whose code has been merged into the

@@ -702,3 +702,25 @@ def test_fuzzed_store_passes_every_reader_and_fsck(repo: Path) -> None:
     ]:
         acknowledged.update(capture(json.dumps(batch), str(repo)))
     readers_work(repo, acknowledged)
+
+
+def test_memory_written_before_these_rules_stays_readable(tmp_path: Path) -> None:
+    """A store an older gitmem let a bad value into (session 5, agent an object,
+    capsule a list) is read by every reader, and verify names the problem."""
+    from gitmem.memory.api import Memory
+    from gitmem.storage.ledger import Sealed
+
+    repo = make_repo(tmp_path / "repo", events=2)
+    body = {"text": "legacy"}
+    env, _ = seal("note", body, scope={"branch": "main"}, time_us=NOW)
+    env["scope"].update(session=5, agent={"a": 1})
+    env["capsule"] = ["x"]
+    env.pop("id")
+    env["id"] = canonical.event_id(env)
+    with Memory.open(repo) as mem, mem.ledger.locked():
+        mem.ledger.commit([Sealed(env, body)])
+    for args in [*READERS[:-1], ("show", env["id"][:12]), ("ask",), ("pins",), ("capsule", "list")]:
+        code, out, err = run_cli(repo, *args)
+        assert code == 0, (args, err)
+    code, out, _ = run_cli(repo, "verify")
+    assert code == ExitCode.VERIFY_FAILED and "scope.session" in out
