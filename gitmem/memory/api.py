@@ -144,10 +144,22 @@ class Memory:
         return self._sealer
 
     def init(
-        self, *, hooks: bool = True, pre_push: bool = False, bootstrap: bool = True
+        self,
+        *,
+        hooks: bool = True,
+        pre_push: bool = False,
+        bootstrap: bool = True,
+        hooks_path_ok: bool = False,
     ) -> dict[str, Any]:
         """Set gitmem up (idempotent): state dir, git hooks, and when this clone
-        has no memory but its remote does, a first pull. Returns what was done."""
+        has no memory but its remote does, a first pull. Returns what was done.
+
+        Refuses (UsageError, before anything is written) to install hooks into
+        a ``core.hooksPath`` inside the work tree unless ``hooks_path_ok``."""
+        if hooks and not hooks_path_ok:
+            from gitmem.githooks.install import check_hooks_dir
+
+            check_hooks_dir(self.location)
         self.location.state_dir.mkdir(parents=True, exist_ok=True)
         self.flush()
         info: dict[str, Any] = {
@@ -162,7 +174,8 @@ class Memory:
         if hooks:
             from gitmem.githooks.install import install
 
-            info["hooks"] = install(self.location, pre_push=pre_push).to_json()
+            report = install(self.location, pre_push=pre_push, shared_ok=hooks_path_ok)
+            info["hooks"] = report.to_json()
         if bootstrap and not self.ledger.memory_refs():
             info["bootstrap"] = self._bootstrap()
         return info
@@ -403,9 +416,6 @@ class Memory:
         head = intent.get("head") if isinstance(intent.get("head"), str) else None
         orig = intent.get("orig") if isinstance(intent.get("orig"), str) else None
         tips = self.ledger.memory_refs()
-        if intent.get("kind") == "event":
-            self._apply_event_intent(intent)
-            return []
         results = []
         for source in merged_into(self, branch, target_code=head, before=orig):
             results.append(self._join(source, branch, tips[layout.branch_ref(source)]))
@@ -442,24 +452,6 @@ class Memory:
                 name for name in (self.branch, self.trunk) if name is not None and name in local
             }
             for ref in self.ledger.memory_refs():
-    # Events a git hook could not seal because the clock lock did not come in
-    # time (gitmem.githooks.run._spool): only the kinds hooks record.
-    _DEFERRED_TYPES = ("commit_link", "commit_rewrite")
-
-    def _apply_event_intent(self, intent: dict[str, Any]) -> None:
-        """Record an event a git hook deferred (sealed now, with the clock now).
-        A malformed intent is dropped: nothing acknowledged it."""
-        event_type, body = intent.get("type"), intent.get("body")
-        if event_type not in self._DEFERRED_TYPES or not isinstance(body, dict):
-            return
-        scope = {k: intent.get(k) for k in ("session", "agent", "capsule", "branch")}
-        if not all(v is None or isinstance(v, str) for v in scope.values()):
-            return
-        try:
-            self.append(str(event_type), body, **scope)
-        except UsageError:
-            return  # the sealer refuses it (a field no longer valid): drop it
-
                 name = layout.branch_of_ref(ref)
                 if name is not None and name in local:
                     targets.add(name)
