@@ -175,7 +175,8 @@ def test_core_hooks_path_is_honoured(tmp_path: Path) -> None:
     repo = init_repo(tmp_path / "repo")
     git(repo, "config", "edda.fsync", "false")
     git(repo, "config", "core.hooksPath", "githooks")
-    report = ok_json(repo, "init")["hooks"]
+    # inside the work tree: refused without the flag (tests/boundary/test_repo_kinds.py)
+    report = ok_json(repo, "init", "--hooks-path-ok")["hooks"]
     assert Path(report["hooks_dir"]) == repo / "githooks"
     assert sorted(report["installed"]) == sorted(HOOKS)
     for hook in HOOKS:

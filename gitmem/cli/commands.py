@@ -81,6 +81,26 @@ def _open(common: Common) -> Memory:
     return Memory.open(common.repo)
 
 
+def _writer(common: Common) -> Memory:
+    """Memory for a command that writes it: in a bare repository only after
+    'git edda init --bare-ok' (memory there is usually a mistake: nobody
+    works in a bare repository, and its memory would follow no checkout)."""
+    from gitmem.storage.gitconfig import get_bool
+
+    mem = _open(common)
+    if mem.location.is_bare and not get_bool(mem.config, BARE_OK_KEY, False):
+        mem.close()
+        raise UsageError(
+            f"{mem.location.git_dir} is a bare repository: gitmem does not write memory here"
+            " unless told to",
+            "if this is meant, run 'git edda init --bare-ok' once",
+        )
+    return mem
+
+
+BARE_OK_KEY = "edda.bareOk"  # git config: writing memory in this bare repository is intended
+
+
 @contextmanager
 def _reader(common: Common) -> Iterator[Any]:
     """What ``log`` and ``show`` read: the index, refreshed first (without
@@ -163,6 +183,8 @@ def init(
     no_hooks: bool = False,
     pre_push: bool = False,
     no_fetch: bool = False,
+    bare_ok: bool = False,
+    hooks_path_ok: bool = False,
     common: Common = DEFAULT_COMMON,
 ) -> Output:
     """Set up gitmem here (idempotent): state, git hooks, and a first pull when
@@ -171,6 +193,9 @@ def init(
     --uninstall removes gitmem's git hooks (restoring any they chained); memory stays.
     --pre-push also installs a pre-push hook that pushes memory with the code.
     --no-hooks skips the git hooks; --no-fetch skips the first pull.
+    --bare-ok sets gitmem up in a bare repository (recorded as edda.bareOk).
+    --hooks-path-ok installs the hooks even when core.hooksPath points into
+    the work tree (husky's .husky), where they change files the project shares.
     """
     with _open(common) as mem:
         if uninstall:
@@ -180,7 +205,14 @@ def init(
                 report,
                 f"removed gitmem hooks from {report['hooks_dir']}: {', '.join(report['removed']) or 'none'}{restored}",
             )
-        info = mem.init(hooks=not no_hooks, pre_push=pre_push, bootstrap=not no_fetch)
+        if mem.location.is_bare and not uninstall:
+            _allow_bare(mem, bare_ok)
+        info = mem.init(
+            hooks=not no_hooks,
+            pre_push=pre_push,
+            bootstrap=not no_fetch,
+            hooks_path_ok=hooks_path_ok,
+        )
     lines = [
         f"gitmem ready in {info['repository']} (memory of branch {info['branch'] or 'detached HEAD'} at {info['memory_ref']})"
     ]
@@ -201,6 +233,25 @@ def init(
     elif boot and boot.get("error"):
         lines.append(f"could not fetch memory from {boot['remote']}: {boot['error']}")
     return Output(info, "\n".join(lines))
+
+
+def _allow_bare(mem: Memory, bare_ok: bool) -> None:
+    """Refuse to set up a bare repository unless ``bare_ok``; then remember
+    the choice (``edda.bareOk``) so that writing commands accept it."""
+    from gitmem.storage.gitconfig import get_bool
+    from gitmem.storage.locate import run_git
+
+    if get_bool(mem.config, BARE_OK_KEY, False):
+        return
+    if not bare_ok:
+        raise UsageError(
+            f"{mem.location.git_dir} is a bare repository: nobody works in it, so no"
+            " hook would ever record anything and memory written here follows no checkout",
+            "set gitmem up in a clone with a work tree; if memory belongs here, run"
+            " 'git edda init --bare-ok'",
+        )
+    run_git(["config", BARE_OK_KEY, "true"], mem.location.cwd)
+    mem.config[BARE_OK_KEY.lower()] = ["true"]
 
 
 def _sync_lines(report: dict[str, Any]) -> list[str]:
@@ -244,7 +295,7 @@ def _ref_name(ref: str) -> str:
 
 
 def _sync(common: Common, remote: str | None, *, pull: bool, push: bool, verb: str) -> Output:
-    with _open(common) as mem:
+    with _writer(common) as mem:
         report = mem.sync(remote, pull=pull, push=push)
     data = report.to_json()
     head = f"{verb} {report.remote}"
@@ -275,7 +326,7 @@ def sync(remote: str | None = None, *, common: Common = DEFAULT_COMMON) -> Outpu
 def merge(branch: str, *, into: str | None = None, common: Common = DEFAULT_COMMON) -> Output:
     """Merge BRANCH's memory into the current branch's (or --into's): for squash
     and rebase merges, which git hooks cannot recognise."""
-    with _open(common) as mem:
+    with _writer(common) as mem:
         result = mem.merge(branch, into) if into else mem.merge(branch)
     return Output(
         result.to_json(),
@@ -311,7 +362,7 @@ def note(
     common: Common = DEFAULT_COMMON,
 ) -> Output:
     """Record a note."""
-    with _open(common) as mem:
+    with _writer(common) as mem:
         return _written(
             mem.note(text, tags=tag or [], paths=path or [], **who.kwargs(mem)), "noted"
         )
@@ -334,7 +385,7 @@ def decide(
 
     with _reader(common) as source:  # the index: no walk over every event
         previous = active_decision_id(source, key)
-    with _open(common) as mem:
+    with _writer(common) as mem:
         event = mem.decide(
             key,
             value,
@@ -360,7 +411,7 @@ def ratify(
     """Ratify a decision, making it binding."""
     with _reader(common) as source:  # resolving the id through the index
         decision = source.get(id)
-    with _open(common) as mem:
+    with _writer(common) as mem:
         return _written(mem.ratify(decision, note=note, **who.kwargs(mem)), "ratified with")
 
 
@@ -381,7 +432,7 @@ def checkpoint(
     for item in rejected or []:
         idea, _, why = item.partition(":")
         pairs.append((idea.strip(), why.strip()))
-    with _open(common) as mem:
+    with _writer(common) as mem:
         event = mem.checkpoint(
             next=next,
             summary=summary,
@@ -406,7 +457,7 @@ def learn(
     common: Common = DEFAULT_COMMON,
 ) -> Output:
     """Record a learning, pattern or mistake."""
-    with _open(common) as mem:
+    with _writer(common) as mem:
         return _written(
             mem.learn(kind, text, topic=topic, paths=path or [], tags=tag or [], **who.kwargs(mem)),
             f"{kind}",
@@ -497,7 +548,7 @@ def capsule_open(
     """Open a capsule; prints its id."""
     from gitmem.capture.active import write_active
 
-    with _open(common) as mem:
+    with _writer(common) as mem:
         parent_id = mem.get(parent).id if parent else None
         event = mem.open_capsule(kind, intent, parent=parent_id, **who.kwargs(mem))
         # git hooks (post-commit) link commits to the capsule opened last here
@@ -521,7 +572,7 @@ def capsule_close(
     with _reader(common) as source:  # the index: no walk over every event
         opened = source.get(id)
         closed = any(c.id == opened.id and not c.is_open for c in capsules_in(source))
-    with _open(common) as mem:
+    with _writer(common) as mem:
         kwargs = who.kwargs(mem)
         kwargs.pop("capsule", None)
         event = mem.close_capsule(opened, summary, closed=closed, **kwargs)
@@ -565,7 +616,7 @@ def pin(
         if expires.strip()[-1:] in "smhdw" and not expires.strip().isdigit():
             until = now + (now - until)  # "7d" means seven days from now
     target, summary = _pin_target(common, id)
-    with _open(common) as mem:
+    with _writer(common) as mem:
         event = mem.pin(target, reason=reason, expires=until, summary=summary, **who.kwargs(mem))
         return _written(event, "pinned with")
 
@@ -574,7 +625,7 @@ def pin(
 def unpin(id: str, *, who: Who = DEFAULT_WHO, common: Common = DEFAULT_COMMON) -> Output:
     """Remove a pin."""
     target, summary = _pin_target(common, id)
-    with _open(common) as mem:
+    with _writer(common) as mem:
         return _written(mem.unpin(target, summary=summary, **who.kwargs(mem)), "unpinned with")
 
 
@@ -620,7 +671,7 @@ def redact(
     common: Common = DEFAULT_COMMON,
 ) -> Output:
     """Remove an event's payload (its envelope stays); --purge also destroys the local bytes."""
-    with _open(common) as mem:
+    with _writer(common) as mem:
         event = mem.redact(id, reason, **who.kwargs(mem))
         data: dict[str, Any] = {"redaction": event.id, "target": event.field("target")}
         text = f"redacted {str(event.field('target'))[:12]} (redaction {event.id[:12]})"
@@ -635,7 +686,7 @@ def redact(
 @app.command
 def gc(*, common: Common = DEFAULT_COMMON) -> Output:
     """Destroy redacted payload bytes in the local object store and repack."""
-    with _open(common) as mem:
+    with _writer(common) as mem:
         result = mem.purge()
     return Output(
         result,
@@ -705,7 +756,7 @@ def import_(
     from gitmem.memory.bundle import import_bundle
 
     data = sys.stdin.buffer.read() if str(file) == "-" else _read(file)
-    with _open(common) as mem:
+    with _writer(common) as mem:
         result = import_bundle(mem, data, strategy=on_conflict, dry_run=dry_run)
     verb = "would import" if dry_run else "imported"
     return Output(

@@ -24,6 +24,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from gitmem.errors import UsageError
 from gitmem.githooks.script import CHAINED_SUFFIX, HOOKS, OPTIONAL_HOOKS, is_ours, render
 from gitmem.storage.locate import RepoLocation, run_git
 
@@ -48,6 +49,48 @@ class HookReport:
 def hooks_dir(location: RepoLocation) -> str:
     out = run_git(["rev-parse", "--git-path", "hooks"], location.cwd).decode().strip()
     return os.path.normpath(out if os.path.isabs(out) else os.path.join(location.cwd, out))
+
+
+def _inside(path: str, directory: str) -> bool:
+    path, directory = os.path.realpath(path), os.path.realpath(directory)
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def shared_hooks_dir(location: RepoLocation, directory: str | None = None) -> str | None:
+    """Why installing into the hooks directory would change the project's own
+    files, or None when it is private to this clone.
+
+    ``core.hooksPath`` may point into the work tree (husky's ``.husky``, a
+    tracked ``githooks/``): scripts written there, with this machine's
+    interpreter path, would show up in ``git status`` and be committed to the
+    team. A hooks directory inside the git dir (the default) or outside every
+    work tree (``~/.githooks``) is this user's own.
+    """
+    directory = directory or hooks_dir(location)
+    trees = [location.work_path] if location.work_path else []
+    if os.path.basename(location.common_path) == ".git":  # the main work tree, from a linked one
+        trees.append(os.path.dirname(location.common_path))
+    private = (location.common_path, location.git_path)
+    if any(_inside(directory, tree) for tree in trees) and not any(
+        _inside(directory, git_dir) for git_dir in private
+    ):
+        return (
+            f"core.hooksPath points into the work tree ({directory}): gitmem's hooks"
+            " would modify or add files there that the project shares"
+        )
+    return None
+
+
+def check_hooks_dir(location: RepoLocation, directory: str | None = None) -> None:
+    """UsageError when the hooks directory is shared with the project (see
+    :func:`shared_hooks_dir`), with the flags that go ahead anyway."""
+    why = shared_hooks_dir(location, directory)
+    if why is not None:
+        raise UsageError(
+            why,
+            "run 'git edda init --hooks-path-ok' to install there anyway,"
+            " or 'git edda init --no-hooks' to set up without git hooks",
+        )
 
 
 def _read(path: str) -> str | None:
@@ -92,11 +135,19 @@ def installed_hooks(location: RepoLocation) -> list[str]:
     return found
 
 
-def install(location: RepoLocation, *, pre_push: bool = False) -> HookReport:
-    """Install gitmem's hooks (pre-push only when asked or already installed)."""
+def install(
+    location: RepoLocation, *, pre_push: bool = False, shared_ok: bool = False
+) -> HookReport:
+    """Install gitmem's hooks (pre-push only when asked or already installed).
+
+    A hooks directory inside the work tree (:func:`shared_hooks_dir`) is
+    refused with a UsageError unless ``shared_ok``.
+    """
     import gitmem
 
     directory = hooks_dir(location)
+    if not shared_ok:
+        check_hooks_dir(location, directory)
     os.makedirs(directory, exist_ok=True)
     report = HookReport(directory)
     python = sys.executable

@@ -211,21 +211,21 @@ def locate(path: str | os.PathLike[str] | None = None) -> RepoLocation:
             workdir = os.path.dirname(git_dir)
         else:
             workdir = _workdir_of(git_dir, common)
-        return RepoLocation(git_dir, common, workdir)
+        return _supported(RepoLocation(git_dir, common, workdir))
     start = os.path.realpath(os.fspath(path) if path is not None else os.getcwd())
     candidate = start
     while True:
         dot_git = os.path.join(candidate, ".git")
         if os.path.isdir(dot_git) and _looks_like_git_dir(dot_git):
-            return RepoLocation(dot_git, _common_dir_of(dot_git), candidate)
+            return _supported(RepoLocation(dot_git, _common_dir_of(dot_git), candidate))
         if os.path.isfile(dot_git):
             pointed = _read_gitfile(dot_git)
             if pointed is not None and os.path.isdir(pointed):
                 pointed = os.path.realpath(pointed)
-                return RepoLocation(pointed, _common_dir_of(pointed), candidate)
+                return _supported(RepoLocation(pointed, _common_dir_of(pointed), candidate))
         if _looks_like_git_dir(candidate):
             common = _common_dir_of(candidate)
-            return RepoLocation(candidate, common, _workdir_of(candidate, common))
+            return _supported(RepoLocation(candidate, common, _workdir_of(candidate, common)))
         parent = os.path.dirname(candidate)
         if parent == candidate:
             break
@@ -236,6 +236,47 @@ def locate(path: str | os.PathLike[str] | None = None) -> RepoLocation:
         f"not a git repository: {start}",
         "run inside a git repository, pass --repo PATH, or create one with 'git init'",
     )
+
+
+def object_format(common_path: str) -> str:
+    """The repository's object format, ``sha1`` or ``sha256``.
+
+    Read from ``extensions.objectFormat`` in the repository's own config file,
+    which is where git itself reads it (no includes, no global config), by
+    hand: spawning ``git`` would cost the capture hot path a few ms.
+    """
+    text = _read_text(os.path.join(common_path, "config")) or ""
+    section = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("["):
+            section = line[1 : line.find("]")].strip().lower() if "]" in line else ""
+            line = line[line.find("]") + 1 :].strip() if "]" in line else ""
+        if section != "extensions" or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        if key.strip().lower() == "objectformat":
+            return value.split("#")[0].split(";")[0].strip().strip('"').lower() or "sha1"
+    return "sha1"
+
+
+def _supported(location: RepoLocation) -> RepoLocation:
+    """``location``, unless gitmem cannot store memory there (UsageError).
+
+    gitmem writes its git objects itself, named by SHA-1 (storage §13), and
+    libgit2 cannot open SHA-256 repositories: refuse them here, where every
+    command, hook and ``gitmem-capture`` passes, before anything is written.
+    """
+    fmt = object_format(location.common_path)
+    if fmt != "sha1":
+        from gitmem.errors import UsageError
+
+        raise UsageError(
+            f"{location.work_path or location.common_path} uses {fmt} object names"
+            f" (extensions.objectFormat = {fmt}); gitmem supports only SHA-1 repositories",
+            "gitmem needs a SHA-1 repository, which a plain 'git init' creates",
+        )
+    return location
 
 
 def _workdir_of(git_dir: str, common: str) -> str | None:
