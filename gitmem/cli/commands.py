@@ -6,9 +6,10 @@ Every command accepts ``--json`` (machine-readable output on stdout) and
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -99,6 +100,39 @@ def _writer(common: Common) -> Memory:
 
 
 BARE_OK_KEY = "edda.bareOk"  # git config: writing memory in this bare repository is intended
+
+# Bounds of the numeric options. Results and candidates reach Tantivy and
+# usearch, which abort the process on absurd sizes (a SIGABRT, not an error).
+MAX_RESULTS = 10_000  # search --limit
+MAX_ASK = 1_000  # ask --limit (ask searches four times as many)
+MAX_LOG_LIMIT = 1_000_000_000  # log --limit
+MAX_BUDGET = 1_000_000  # context --budget, in tokens
+
+
+def in_range(option: str, value: int, low: int, high: int) -> int:
+    """``value``, or a usage error naming ``option``'s range."""
+    if not low <= value <= high:
+        raise UsageError(
+            f"{option} must be between {low:,} and {high:,}, not {value:,}",
+            f"pass {option} N with N from {low:,} to {high:,}",
+        )
+    return value
+
+
+def check_branch(option: str, name: str | None) -> str | None:
+    """``name`` (a branch name given on the command line), or a usage error
+    when git would not accept it as a branch name (an empty string included)."""
+    from gitmem.records.validate import branch_problem
+
+    if name is None:
+        return None
+    why = branch_problem(name)
+    if why:
+        raise UsageError(
+            f"{option} {name[:80]!r} is not a branch name: it {why}",
+            "give a branch name as 'git branch' lists it, or leave the option out",
+        )
+    return name
 
 
 @contextmanager
@@ -326,6 +360,8 @@ def sync(remote: str | None = None, *, common: Common = DEFAULT_COMMON) -> Outpu
 def merge(branch: str, *, into: str | None = None, common: Common = DEFAULT_COMMON) -> Output:
     """Merge BRANCH's memory into the current branch's (or --into's): for squash
     and rebase merges, which git hooks cannot recognise."""
+    check_branch("BRANCH", branch)
+    check_branch("--into", into)
     with _writer(common) as mem:
         result = mem.merge(branch, into) if into else mem.merge(branch)
     return Output(
@@ -483,6 +519,9 @@ def log(
     common: Common = DEFAULT_COMMON,
 ) -> Output:
     """List events, oldest first (filters combine; repeat an option for OR)."""
+    check_branch("--branch", branch)
+    if limit is not None:
+        in_range("--limit", limit, 1, MAX_LOG_LIMIT)
     now_us = now_or_wall(now)
     with _reader(common) as mem:
         where = event_filter(
@@ -680,17 +719,38 @@ def redact(
             text += f"; purged {data['purge']['destroyed']} object(s) from the local store"
         else:
             text += "; run 'git edda gc' to destroy the bytes in the local object store"
+        text += _refresh_index(mem, data)
     return Output(data, text + ". Rotate any leaked secret: remotes may still hold it.")
+
+
+def _refresh_index(mem: Memory, data: dict[str, Any]) -> str:
+    """Refresh the search index now (when there is one), so that its copy of
+    redacted text is gone when ``redact`` or ``gc`` returns, not at the next
+    query; notes what it did in ``data`` and returns a phrase for people."""
+    from gitmem.index.refresh import refresh_existing
+
+    try:
+        report = refresh_existing(mem)
+    except GitmemError as exc:
+        exc.message = f"the search index may still hold redacted text: {exc.message}"
+        exc.hint = "run 'git edda index' to remove it"
+        raise
+    if report is None:
+        return ""
+    data["index_redacted"] = report.redacted
+    return f"; removed {report.redacted} from the search index" if report.redacted else ""
 
 
 @app.command
 def gc(*, common: Common = DEFAULT_COMMON) -> Output:
-    """Destroy redacted payload bytes in the local object store and repack."""
+    """Destroy redacted payload bytes in the local object store and repack
+    (and remove redacted text from the search index)."""
     with _writer(common) as mem:
         result = mem.purge()
+        index = _refresh_index(mem, result)
     return Output(
         result,
-        f"destroyed {result['destroyed']} redacted object(s); {result['still_referenced']} still used elsewhere",
+        f"destroyed {result['destroyed']} redacted object(s); {result['still_referenced']} still used elsewhere{index}",
     )
 
 
@@ -722,6 +782,9 @@ def export_(
     """Export memory (all branches unless --branch) as a JSON bundle or Parquet."""
     from gitmem.memory.bundle import export_json, export_parquet
 
+    check_branch("--branch", branch)
+    if output is not None:
+        _check_output(output)
     with _open(common) as mem:
         events = (
             mem.events(branch=branch, trunk="none") if branch else mem.events(all_branches=True)
@@ -729,7 +792,8 @@ def export_(
     if format == "parquet":
         if output is None:
             raise UsageError("--format parquet needs --output FILE")
-        export_parquet(events, output)
+        with _writing(output):
+            export_parquet(events, output)
         return Output(
             {"events": len(events), "output": str(output)},
             f"wrote {len(events)} events to {output}",
@@ -738,7 +802,8 @@ def export_(
     if output is None:
         sys.stdout.buffer.write(data)
         return Output({"events": len(events)}, "")
-    output.write_bytes(data)
+    with _writing(output):
+        output.write_bytes(data)
     return Output(
         {"events": len(events), "output": str(output)}, f"wrote {len(events)} events to {output}"
     )
@@ -759,11 +824,48 @@ def import_(
     with _writer(common) as mem:
         result = import_bundle(mem, data, strategy=on_conflict, dry_run=dry_run)
     verb = "would import" if dry_run else "imported"
-    return Output(
-        result.to_json(),
+    lines = [
+        f"{'would redact' if dry_run else 'redacted'} {eid[:12]} (the bundle carries its redaction)"
+        for eid in result.redacts
+    ]
+    lines.append(
         f"{verb} {result.imported} event(s); {result.skipped} skipped, "
-        f"{result.overwritten} restored, {result.redactions_applied} redaction(s) applied",
+        f"{result.overwritten} restored, {result.redactions_applied} redaction(s) "
+        f"{'to apply' if dry_run else 'applied'}"
     )
+    return Output(result.to_json(), "\n".join(lines))
+
+
+def _check_output(output: Path) -> None:
+    """Refuse, before any work, an output path that cannot be a file."""
+    if output.is_dir():
+        raise UsageError(f"--output {output} is a directory", "name a file to write")
+    parent = output.parent
+    if not parent.is_dir():
+        raise UsageError(
+            f"--output {output}: the directory {parent} does not exist",
+            "create it first, or name a file in an existing directory",
+        )
+
+
+@contextmanager
+def _writing(output: Path) -> Iterator[None]:
+    """Turn a failure to write the file the user named (a full disk, no
+    permission, a path that is not a file) into a usage error; a file this
+    command created and could not finish is removed."""
+    existed = os.path.lexists(output)
+    try:
+        yield
+    except OSError as exc:
+        if not existed and output.is_file():
+            with suppress(OSError):
+                output.unlink()
+        reason = exc.strerror or str(exc)
+        raise UsageError(
+            f"cannot write {output}: {' '.join(reason.split())}",
+            "check that the directory exists and is writable, that the path is not a"
+            " directory, and that the disk has room",
+        ) from None
 
 
 def _read(file: Path) -> bytes:
@@ -776,6 +878,8 @@ def _read(file: Path) -> bytes:
 @app.command
 def flush(*, common: Common = DEFAULT_COMMON) -> Output:
     """Commit events waiting in the capture spool."""
+    # not _writer: in a bare repository too, acknowledged events must land
+    # (every read flushes them anyway)
     with _open(common) as mem:
         result = mem.flush()
     text = f"flushed {result.events} event(s) from {result.files} spool file(s)"

@@ -11,7 +11,19 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
-from gitmem.cli.commands import DEFAULT_COMMON, Common, Output, app, event_filter, now_or_wall
+from gitmem.cli.commands import (
+    DEFAULT_COMMON,
+    MAX_ASK,
+    MAX_BUDGET,
+    MAX_RESULTS,
+    Common,
+    Output,
+    app,
+    check_branch,
+    event_filter,
+    in_range,
+    now_or_wall,
+)
 from gitmem.memory.query import EventFilter
 from gitmem.memory.timespec import format_time
 
@@ -107,6 +119,8 @@ def search(
     """
     from gitmem.retrieval.search import search as run_search
 
+    in_range("--limit", limit, 1, MAX_RESULTS)
+    check_branch("--branch", branch)
     now_us = now_or_wall(now)
     view = _view(common)
     where = event_filter(
@@ -226,6 +240,8 @@ def context(
     from gitmem.capture.active import read_active
     from gitmem.retrieval.context import build_context
 
+    in_range("--budget", budget, 1, MAX_BUDGET)
+    check_branch("--branch", branch)
     now_us = now_or_wall(now)
     view = _view(common)
     active = read_active(view.location)
@@ -263,6 +279,8 @@ def ask(
     """
     from gitmem.retrieval.ask import ask as run_ask
 
+    in_range("--limit", limit, 1, MAX_ASK)
+    check_branch("--branch", branch)
     now_us = now_or_wall(now)
     view = _view(common)
     kw: dict[str, Any] = {}

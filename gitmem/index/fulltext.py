@@ -184,6 +184,9 @@ class FullText:
         self, searcher: Any, text: str, limit: int, advanced: bool
     ) -> list[tuple[int, float, Any]]:
         query = self._query(text, advanced)
+        # Tantivy sizes its top-k heap by the limit and aborts the process
+        # (SIGABRT) on absurd ones: never ask for more than there are documents.
+        limit = min(limit, searcher.num_docs)
         if query is None or limit <= 0:
             return []
         try:

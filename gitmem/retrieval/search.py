@@ -32,6 +32,9 @@ HALF_LIFE_DAYS = 30.0
 MIN_COSINE = 0.1  # below this a static embedder's neighbours are noise
 MODES = ("hybrid", "lexical", "vector")
 DAY_US = 86_400_000_000
+# Results and candidates reach Tantivy and usearch, which abort the process on
+# absurd sizes; both are also clamped to the index size before those calls.
+MAX_LIMIT = 1_000_000
 
 
 @dataclass
@@ -144,8 +147,12 @@ def search(
     """
     if mode not in MODES:
         raise UsageError(f"search mode {mode!r} is not one of {', '.join(MODES)}")
-    if limit < 1:
-        raise UsageError("the result limit must be at least 1")
+    if not 1 <= limit <= MAX_LIMIT:
+        raise UsageError(f"the result limit must be between 1 and {MAX_LIMIT:,}, not {limit:,}")
+    if candidates is not None and not 1 <= candidates <= MAX_LIMIT * 5:
+        raise UsageError(
+            f"the candidate count must be between 1 and {MAX_LIMIT * 5:,}, not {candidates:,}"
+        )
     now = int(_time.time() * 1_000_000) if now is None else now
     result = SearchResult(query, mode, now, [])
     if not query.strip():
