@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import fcntl
 import os
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from _thread import get_ident  # threading.get_ident, without importing threading
 
 from gitmem.errors import ConflictError
 
@@ -73,31 +71,49 @@ def acquire(fd: int, path: str, timeout: float, what: str) -> None:
             delay = min(delay * 2, 0.005)
 
 
-@contextmanager
 def writer_lock(
     state_dir: str | os.PathLike[str], timeout: float = WRITER_TIMEOUT, what: str = "writer lock"
-) -> Iterator[None]:
-    """Hold the writer lock (re-entrant within a thread); raise ConflictError
-    after ``timeout`` seconds of waiting for another holder. (The index
-    builder's lock is the same kind of lock in another directory: ``what``
-    names it in the error.)"""
-    os.makedirs(state_dir, exist_ok=True)
-    path = os.path.realpath(os.path.join(state_dir, LOCK_FILE))
-    key = (path, threading.get_ident())
-    if key in _held:
-        _held[key] += 1
+) -> WriterLock:
+    """Hold the writer lock (re-entrant within a thread) in a ``with`` block;
+    raise ConflictError after ``timeout`` seconds of waiting for another
+    holder. (The index builder's lock is the same kind of lock in another
+    directory: ``what`` names it in the error.)"""
+    return WriterLock(state_dir, timeout, what)
+
+
+class WriterLock:
+    """The context manager :func:`writer_lock` returns. (A class rather than
+    ``contextlib.contextmanager``: this module is on the capture hot path,
+    through the clock, and contextlib costs about a millisecond to import.)"""
+
+    __slots__ = ("fd", "key", "path", "timeout", "what")
+
+    def __init__(self, state_dir: str | os.PathLike[str], timeout: float, what: str) -> None:
+        os.makedirs(state_dir, exist_ok=True)
+        self.path = os.path.realpath(os.path.join(state_dir, LOCK_FILE))
+        self.timeout = timeout
+        self.what = what
+        self.key = (self.path, 0)
+        self.fd = -1
+
+    def __enter__(self) -> None:
+        self.key = (self.path, get_ident())
+        if self.key in _held:
+            _held[self.key] += 1
+            return
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            yield
-        finally:
-            _held[key] -= 1
-        return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        acquire(fd, path, timeout, what)
-        _held[key] = 1
-        try:
-            yield
-        finally:
-            del _held[key]
-    finally:
-        os.close(fd)
+            acquire(fd, self.path, self.timeout, self.what)
+        except BaseException:
+            os.close(fd)
+            raise
+        self.fd = fd
+        _held[self.key] = 1
+
+    def __exit__(self, *exc: object) -> None:
+        if _held[self.key] > 1 or self.fd < 0:
+            _held[self.key] -= 1
+            return
+        del _held[self.key]
+        fd, self.fd = self.fd, -1
+        os.close(fd)  # closing releases the flock
