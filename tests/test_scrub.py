@@ -11,6 +11,8 @@ import base64
 import hashlib
 import json
 import os
+import random
+import string
 import subprocess
 import sys
 import timeit
@@ -92,6 +94,21 @@ OPAQUE = "FAKEtok" + "3n" + "0123456789abcdef"
 OPAQUE_URLSAFE = "FAKE_tok-" + "3n_" + "0123456789abcdef"
 
 
+def _random_token(seed: int, alphabet: str, first: str = string.ascii_uppercase) -> str:
+    """A 32-character random token whose first character comes from ``first``."""
+    rng = random.Random(seed)
+    return rng.choice(first) + "".join(rng.choice(alphabet) for _ in range(31))
+
+
+# Random tokens starting with a capital letter: a CamelCase-type rule used to
+# take these for type names (``password: Xk3d...`` was kept).
+CAP_ALNUM = _random_token(1, string.ascii_letters + string.digits)
+CAP_LETTERS = _random_token(2, string.ascii_letters)
+CAP_URLSAFE = _random_token(3, string.ascii_letters + string.digits + "_")
+AZURE_KEY = base64.b64encode(hashlib.sha512(b"fake azure key").digest()).decode()
+SESSION = _random_token(4, string.ascii_letters + string.digits, string.ascii_lowercase)
+
+
 # --- positives: (text, secret that must disappear, expected detector) --------
 POSITIVES: list[tuple[str, str, str]] = [
     (f"key id {AWS_KEY_ID} in logs", AWS_KEY_ID, "aws-access-key"),
@@ -164,6 +181,66 @@ POSITIVES: list[tuple[str, str, str]] = [
     (f"maps?key={GOOGLE_KEY}", GOOGLE_KEY, "google-api-key"),
     (f"//registry.npmjs.org/:_authToken={NPM}", NPM, "npm-token"),
     (f"HF_HOME=/x huggingface-cli login --token {HF}", HF, "huggingface-token"),
+    # unquoted values with a capital first letter (item 8)
+    (f"password: {CAP_ALNUM}", CAP_ALNUM, "password-assignment"),
+    (f"token: {CAP_LETTERS}", CAP_LETTERS, "token-assignment"),
+    (f"api_key: {CAP_URLSAFE}", CAP_URLSAFE, "api-key-assignment"),
+    (f"secret: {CAP_ALNUM}\nuser: app", CAP_ALNUM, "secret-assignment"),
+    (f"  password: {CAP_LETTERS} is the default", CAP_LETTERS, "password-assignment"),
+    (f"token = {CAP_LETTERS}", CAP_LETTERS, "token-assignment"),
+    (f"--token {CAP_LETTERS} --verbose", CAP_LETTERS, "token-assignment"),
+    (f"f(api_key={CAP_LETTERS})", CAP_LETTERS, "api-key-assignment"),
+    # headers
+    (f"X-Auth-Token: {CAP_ALNUM}", CAP_ALNUM, "token-assignment"),
+    (f"curl -H 'X-Api-Key: {CAP_LETTERS}' https://x", CAP_LETTERS, "api-key-assignment"),
+    (f"Cookie: session={SESSION}; theme=dark", SESSION, "cookie"),
+    (f'"cookie": "csrftoken={SESSION}"', SESSION, "cookie"),
+    (f"Set-Cookie: sid={SESSION}; Path=/; HttpOnly", SESSION, "cookie"),
+    # "pass" and "<word>_key" keys
+    (f"DB_PASS={PW}", PW, "password-assignment"),
+    (f"pass={PW}", PW, "password-assignment"),
+    (f"login?user=bob&pass={PW}&next=/", PW, "password-assignment"),
+    (f'{{"pass": "{PW}"}}', PW, "password-assignment"),
+    (f"ENCRYPTION_KEY={CAP_ALNUM}", CAP_ALNUM, "key-assignment"),
+    (f"signingKey: '{OPAQUE}'", OPAQUE, "key-assignment"),
+    (
+        "DefaultEndpointsProtocol=https;AccountName=fake;"
+        f"AccountKey={AZURE_KEY};EndpointSuffix=core.windows.net",
+        AZURE_KEY,
+        "key-assignment",
+    ),
+    (
+        f"Endpoint=sb://x.servicebus.windows.net/;SharedAccessKeyName=r;SharedAccessKey={AZURE_KEY}",
+        AZURE_KEY,
+        "key-assignment",
+    ),
+    # space-separated keys and command-line passwords
+    (f"aws configure set aws_secret_access_key {AWS_SECRET}", AWS_SECRET, "aws-secret-key"),
+    (f"aws_secret_access_key\t{AWS_SECRET}", AWS_SECRET, "aws-secret-key"),
+    (f"client_secret {CAP_ALNUM}", CAP_ALNUM, "secret-assignment"),
+    (f"mysql -h db -u root -p{PW} app", PW, "cli-password"),
+    (f"mysqldump -uroot -p'{PW}' app > dump.sql", PW, "cli-password"),
+    (f"mysql --user=root --password={PW} app", PW, "password-assignment"),
+    (f"curl -u alice:{PW} https://api.example.com", PW, "cli-password"),
+    (f'curl --user "alice:{PW}" https://api.example.com', PW, "cli-password"),
+    (f"curl -s --user=alice:{PW} https://x", PW, "cli-password"),
+    (f"sshpass -p {PW} ssh deploy@host", PW, "cli-password"),
+    (f"sshpass -p{PW} scp a host:", PW, "cli-password"),
+    (f"redis-cli -h cache -a {PW} ping", PW, "cli-password"),
+    # letters-only and multi-word values
+    ("password = changeme", "changeme", "password-assignment"),
+    ("[client]\npassword = changeme\n", "changeme", "password-assignment"),
+    (
+        "password: correct horse battery staple",
+        "correct horse battery staple",
+        "password-assignment",
+    ),
+    (
+        "db:\n  user: app\n  password: correct horse battery staple  # rotate\n",
+        "correct horse battery staple",
+        "password-assignment",
+    ),
+    ("passphrase = Correct Horse Battery Staple", "Horse Battery Staple", "password-assignment"),
 ]
 
 
@@ -247,6 +324,47 @@ NEGATIVES: list[str] = [
     "aws cloudfront sign --private-key file://signer-key.pem",
     "f(is_first_token=line_offset == 0, x=1)",
     'grep -rl "BEGIN RSA PRIVATE KEY" .\n./a.pem: -----BEGIN RSA ' + "PRIVATE KEY-----",
+    # close to the item-8 families, but no secrets
+    "the password field is required",
+    "token counting is the slow part",
+    "def token(self):",
+    "    def token(self) -> Token:",
+    "password: must be at least 8 characters",
+    "token: expired for user bob",
+    "--- PASS: TestParse (0.00s)",
+    "PASS: test_parse.py::test_header",
+    "first pass: parse the header",
+    "one- and two-pass algorithms, which would",
+    "n_pass = 3",
+    "bypass=1 compass=north passport=x",
+    "primary_key=True, sort_key = lambda x: x",
+    "public_key: ~/.ssh/id_ed25519.pub",
+    "ENCRYPTION_KEY_PATH=/etc/app/key",
+    "self.token = nextchar",
+    "exposed, token = result",
+    "    token = v",
+    "let token = tok;",
+    "userid = passwd = acct = ''",
+    "user_pass = '%s:%s' % (user, pw)",
+    "aws configure get aws_secret_access_key",
+    "Set the api_key parameter before calling.",
+    "client_secret VARCHAR(255) NOT NULL",
+    "mkdir -p build && gcc -pedantic -o app main.c",
+    "mysql -u root -p app",
+    "mysql -u root -p",
+    "git push -u origin main && sort -u names.txt && ls -a",
+    "docker run -u 1000:1000 -p 8080:80 img",
+    "curl -u $USER:$TOKEN https://api.example.com",
+    "curl -u alice https://api.example.com",
+    "sshpass -p $SSHPASS ssh host",
+    "redis-cli -a $REDIS_PASSWORD ping",
+    "Cookie: a small piece of data stored by the browser",
+    "cookie: str = ''",
+    "Set-Cookie: theme=dark; Path=/",
+    "Set-Cookie: sid=; Max-Age=0",
+    "document.cookie = 'theme=dark'",
+    "commit " + hashlib.sha1(b"y").hexdigest() + "\nChange-Id: I" + hashlib.sha1(b"z").hexdigest(),
+    'request_id=123e4567-e89b-12d3-a456-426614174000 "uuid": "00000000-0000-4000-8000-000000000000"',
 ]
 
 
@@ -492,6 +610,26 @@ def test_empty_and_non_ascii_text() -> None:
             "password: Hunter2 is the default",
             "password: [REDACTED:password-assignment] is the default",
         ),
+        # Words without a prose word among them are a passphrase, masked whole.
+        (
+            "password: correct horse battery staple  # rotate",
+            "password: [REDACTED:password-assignment]  # rotate",
+        ),
+        # A lower-case word is a literal at the start of a line (INI) ...
+        ("password = changeme", "password = [REDACTED:password-assignment]"),
+        # ... and a name in code: indented, an attribute, or capitalised.
+        ("    password = changeme", "    password = changeme"),
+        ("self.password = changeme", "self.password = changeme"),
+        ("password = Changeme", "password = Changeme"),
+        # A bare "PASS:" is a test result; a "db_pass:" key is a key.
+        ("PASS: test_login", "PASS: test_login"),
+        ("db_pass: test_login", "db_pass: [REDACTED:password-assignment]"),
+        # Only the cookie value of Set-Cookie is masked, not its attributes.
+        (
+            f"Set-Cookie: sid={SESSION}; Path=/",
+            "Set-Cookie: sid=[REDACTED:cookie]; Path=/",
+        ),
+        (f"curl -u alice:{PW} https://x", "curl -u alice:[REDACTED:cli-password] https://x"),
     ],
 )
 def test_debatable_cases(text: str, expected: str) -> None:
@@ -514,8 +652,29 @@ def test_single_string_pattern_is_one_pattern() -> None:
         "token: " * 20_000,
         '"token": "abc ' * 20_000,
         "a://" + "a:" * 50_000 + "@x",
+        "mysql " + "-pa " * 40_000,
+        "curl " + "-u a:b " * 30_000,
+        "Cookie: a=b1; " * 20_000,
+        "password: " + "correct horse " * 20_000,
+        "pass " * 50_000,
+        "x_key " * 40_000,
     ],
-    ids=["sk", "eyJ", "pem-headers", "kv-run", "closers", "colons", "open-quotes", "url"],
+    ids=[
+        "sk",
+        "eyJ",
+        "pem-headers",
+        "kv-run",
+        "closers",
+        "colons",
+        "open-quotes",
+        "url",
+        "mysql-p",
+        "curl-u",
+        "cookies",
+        "passphrase",
+        "pass",
+        "key-words",
+    ],
 )
 def test_pathological_input_stays_fast(text: str) -> None:
     best = min(timeit.repeat(lambda: default_scrubber().scrub(text), number=1, repeat=2))
@@ -568,6 +727,95 @@ def test_scrub_never_raises_and_is_idempotent(text: str) -> None:
     assert second.findings == ()
     for f in first.findings:
         assert 0 <= f.start < f.end <= len(text)
+
+
+# Every keyword form the scrubber knows, with the slot for a value.
+_KEYWORD_FORMS = [
+    "password: {}",
+    "password={}",
+    "password = {}",
+    "  password: {}\n  user: admin",
+    '{{"password": "{}"}}',
+    "--password {}",
+    "--password={}",
+    "<password>{}</password>",
+    "token: {}",
+    "token: {} # comment",
+    "token = {}",
+    "export API_TOKEN={}",
+    "api_key: {}",
+    "secret: {}",
+    "client_secret = {}",
+    "password: {} and more words",
+    "X-Auth-Token: {}",
+    "X-Api-Key: {}",
+    "DB_PASS={}",
+    "pass={}",
+    "ENCRYPTION_KEY={}",
+    "AccountName=a;AccountKey={};EndpointSuffix=core.windows.net",
+    "aws_secret_access_key {}",
+    "mysql -uroot -p{} app",
+    "sshpass -p {} ssh host",
+    "curl -u user:{} https://x",
+    "Cookie: session={}",
+    "Set-Cookie: sid={}; Path=/",
+    "Authorization: Bearer {}",
+]
+_ALPHABETS = [
+    string.ascii_letters + string.digits,
+    string.ascii_letters,
+    string.ascii_uppercase + string.digits,
+    string.ascii_lowercase + string.digits,
+    string.ascii_uppercase + string.ascii_lowercase + "_",
+    string.ascii_letters + string.digits + "-_",
+    string.ascii_letters + string.digits + "+/",
+    string.hexdigits,
+]
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    form=st.sampled_from(_KEYWORD_FORMS),
+    alphabet=st.sampled_from(_ALPHABETS),
+    seed=st.integers(0, 2**32),
+    capital=st.booleans(),
+)
+def test_random_tokens_after_keywords_are_masked(
+    form: str, alphabet: str, seed: int, capital: bool
+) -> None:
+    first = string.ascii_uppercase if capital else alphabet
+    token = _random_token(seed, alphabet, first)
+    text = form.format(token)
+    assert token not in default_scrubber().scrub(text).text, text
+
+
+_PLAIN_CONTEXTS = [
+    "{}",
+    "commit {}",
+    "git show {} -- path",
+    "id = '{}'",
+    '{{"id": "{}", "ok": true}}',
+    "request_id={}&page=2",
+    "sha256:{}",
+    "see {} for details",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    value=st.one_of(
+        st.binary(min_size=20, max_size=20).map(lambda b: b.hex()),
+        st.binary(min_size=32, max_size=32).map(lambda b: b.hex()),
+        st.uuids().map(str),
+        st.uuids().map(lambda u: str(u).upper()),
+    ),
+    context=st.sampled_from(_PLAIN_CONTEXTS),
+)
+def test_shas_and_uuids_are_never_masked(value: str, context: str) -> None:
+    text = context.format(value)
+    result = default_scrubber().scrub(text)
+    assert result.text == text
+    assert result.findings == ()
 
 
 # --- hot-path constraints --------------------------------------------------------------

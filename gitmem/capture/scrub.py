@@ -6,7 +6,8 @@ call, which shapes it:
 * It imports only the standard library; anything heavier would add its import
   time to every tool call the agent makes.
 * Regexes are compiled once per process (on first use, then cached at module
-  level), never per call.  That one-off compile costs 5-7 ms.
+  level), never per call.  That one-off compile costs 6-7 ms; regexes only
+  some inputs need are compiled when first needed.
 * Scanning is cheap when nothing matches.  ``re`` finds a pattern's leading
   *literal* fast but crawls through case-insensitive alternations, so every
   token detector starts with a literal, case-insensitive detectors run in
@@ -15,7 +16,10 @@ call, which shapes it:
   Measured with ``timeit`` (best of 7 x 200 runs, CPython 3.11.7, a loaded
   2-vCPU container): 0.10-0.25 ms per ``scrub()`` of 10 KB with nothing to
   mask (Python source 0.19 ms, prose 0.25 ms, JSON 0.13 ms); the first
-  version, built on ``re.IGNORECASE`` alternations, took 1.4 ms.
+  version, built on ``re.IGNORECASE`` alternations, took 1.4 ms.  Each full
+  scan costs about 0.1 ms per 256 KB, so detectors share scans where they
+  can (Anthropic and OpenAI keys share "sk-"), and a scan's literal should
+  not start with a common character (a leading blank tripled one's cost).
 * No input makes it quadratic: look-behinds, possessive quantifiers, bounded
   repeats and non-overlapping keyword matches keep pathological text (e.g.
   200 KB of "sk-sk-sk-..." or of PEM header lines) in the tens of
@@ -27,11 +31,17 @@ Built-in detectors (the names used in markers and findings): ``private-key``
 ``anthropic-key``, ``openai-key``, ``slack-token``, ``slack-webhook``,
 ``stripe-key``, ``google-api-key``, ``google-oauth-token``, ``npm-token``,
 ``huggingface-token``, ``jwt``, ``url-credentials``,
-``authorization-header``, ``bearer-token``, and for key/value assignments
-(``=``, ``:``, ``=>``, ``:=``, JSON/YAML/env, ``--flag value``, ``<key>v</key>``)
-``password-assignment``, ``secret-assignment``, ``api-key-assignment``,
-``token-assignment`` and ``private-key-assignment``.  Configured extra
-patterns report ``custom``.
+``authorization-header``, ``bearer-token``, ``cookie`` (``Cookie:`` and
+``Set-Cookie:`` headers), ``cli-password`` (``mysql -pX``, ``sshpass -p X``,
+``redis-cli -a X``, ``curl -u user:X``), and for key/value assignments
+(``=``, ``:``, ``=>``, ``:=``, JSON/YAML/env/INI, headers such as
+``X-Auth-Token:``, ``--flag value``, ``<key>v</key>``, and a compound key
+followed by a generated-looking value: ``aws_secret_access_key VALUE``)
+``password-assignment`` (password, passwd, passphrase, pwd, pass),
+``secret-assignment``, ``api-key-assignment``, ``token-assignment``,
+``private-key-assignment`` and ``key-assignment`` (``ENCRYPTION_KEY``,
+Azure ``AccountKey``, ``SharedAccessKey``, see ``_KEY_WORDS``).
+Configured extra patterns report ``custom``.
 
 Every secret is replaced by ``[REDACTED:<detector>]``.  Key/value detectors
 keep the key, separator and quotes and mask only the value; URL credentials
@@ -51,22 +61,30 @@ Decisions on debatable cases (``tests/test_scrub.py`` pins them down):
   (``PWD=/home/me``), masks (``****``), ``<placeholder>``, ``file:``/``env:``
   indirections, and identifiers that name a secret (``password=db_password``,
   ``"input_token": "next_token"``).
-* Code is not data.  An identifier or attribute path is a reference when it
-  is followed by ``,``/``)``/``}``/``]`` or an operator (``f(password=pw)``),
-  when it is an attribute path without random-looking digits
-  (``password=args.password``), when the ``=`` is surrounded by blanks and the
-  value is an attribute path or digit-free name (``token = Name``,
-  ``key = settings.API_KEY``), or after ``:`` when it is a type
-  (``password: str``, ``key: RSAPrivateKey``).  Any other bare word is a
-  literal (``password=hunter2``, ``PGPASSWORD=x``, INI ``password = s3cret``),
-  because in env files, shell and CLI flags it is one.  The price: an INI line
-  with a letters-only value (``password = changeme``) is read as code and kept.
+* Code is not data, but only names made of words are code (``_wordlike``): a
+  random token is a literal whatever its shape, so one starting with a
+  capital letter is no CamelCase type.  A word-like identifier is a
+  reference when it is followed by ``,``/``)``/``}``/``]``/``=`` or an
+  operator (``f(password=pw)``), when it is an attribute path without
+  random-looking digits (``password=args.password``), after ``:`` when it is
+  a type (``password: str``, ``token: AccessToken``), and with an ``=``
+  surrounded by blanks when it is an attribute path, a capitalised, snake or
+  camel name (``token = Name``, ``key = settings.API_KEY``), up to three
+  letters (``token = v``), or any letters-only word assigned to an indented,
+  attribute, tuple or declared target (``self.token = nextchar``).  Any
+  other bare word is a literal (``password=hunter2``, ``PGPASSWORD=x``, INI
+  ``password = changeme`` at the start of its line), because in env files,
+  shell, INI and CLI flags it is one.
 * After ``:`` an unquoted key needs a blank (YAML) -- ``arn:...:secret:name``
-  is data, not a mapping -- and an unquoted value followed by more words on
-  the line (or a CLI flag value followed by a word) is only masked when it
-  looks secret-ish (has a digit or a symbol).  This keeps prose such as
-  ``Reset password: click the link`` intact, at the cost of missing unquoted
-  multi-word YAML passwords.
+  is data, not a mapping.  An unquoted value followed by more words on the
+  line is a passphrase, masked to the end of the line, when it is 2-8 plain
+  words none of which is a common prose word (``password: correct horse
+  battery staple``); otherwise only its first word is masked, and only when
+  that looks secret-ish (a digit, a symbol, or not word-like).  This keeps
+  prose such as ``Reset password: click the link`` intact.  The same holds
+  for a CLI flag value followed by a word.
+* A bare ``PASS:`` is a test result, not a key (``db_pass:`` and ``"pass":``
+  are keys), and a ``pass`` value of up to three digits is a counter.
 * Overlapping candidates are merged: the earliest start wins, then the longest,
   then the detector listed first; the replaced span is widened to cover
   everything the overlapping candidates matched, so no tail of a secret leaks.
@@ -247,6 +265,45 @@ _KW_WORDS = frozenset(
         "tokens",
     ]
 )
+# "<word>_key" names a secret key for these words (``ENCRYPTION_KEY``, Azure
+# ``AccountKey``, ``SharedAccessKey``); a bare "key" or ``primary_key``,
+# ``sort_key``, ``public_key`` do not.  ``secret_key`` is found as "secret".
+# Keep them lower case and letters only (``_key_start`` relies on it).
+_KEY_WORDS = (
+    "api",
+    "private",
+    "encryption",
+    "decryption",
+    "signing",
+    "master",
+    "account",
+    "storage",
+    "access",
+    "shared",
+    "app",
+    "auth",
+    "admin",
+    "hmac",
+    "jwt",
+    "aes",
+    "crypto",
+    "license",
+    "subscription",
+)
+# Words that make a run of unquoted words prose rather than a passphrase
+# (``password: see the wiki``, ``token: expired for user bob``).
+_PROSE_TEXT = (
+    "a an the to of in on at by for with from into onto via per and or but nor not no is "
+    "are was were be been being am it its this that these those there here as if then "
+    "than so such you your we our us i my me he she they them his her their who whom "
+    "which what when where why how will would can could should must may might shall do "
+    "does did done has have had see use used using click enter set get go all any each "
+    "every some more most other only also just now again about after before during up "
+    "down out over under until while because once very too required optional missing "
+    "invalid incorrect expired empty unset changed reset updated saved accepted rejected "
+    "denied failed ok yes"
+)
+_PROSE_WORDS = frozenset(_PROSE_TEXT.split())
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
 # An identifier value followed by one of these is part of a code expression
 # (``f(is_first_token=offset == 0)``), not a literal.  Only symbols: words
@@ -276,6 +333,94 @@ def _line_rest(text: str, end: int) -> str:
 def _secretish(value: str) -> bool:
     """Contains a digit or a symbol; a plain word is more likely prose."""
     return any(ch.isdigit() or ch in "!@#$%^&*+=?~_/|.:-" for ch in value)
+
+
+def _wordlike(value: str) -> bool:
+    """``value`` reads as words a person chose (``RSAPrivateKey``, ``user_input``,
+    ``changeme``, ``OAuth2Token``), not as generated characters.
+
+    The code and prose rules below keep names and words; without this test a
+    random token that happens to start with a capital letter passed for a
+    CamelCase type (``password: Xk3dQ...`` was kept).  Words are few, each of
+    a word's length, pronounceable (a vowel, no five consonants in a row),
+    never a letter three times in a row, with at most one digit group; one
+    odd part (an acronym, a two-letter part, ``Http``) is tolerated.  A random
+    mixed-case string splits into many short or unpronounceable humps, and a
+    random one-case string is one run longer than any word.
+    """
+    if len(value) > 40 or not value[:1].isalpha():
+        return False
+    c = _compiled()
+    parts = c.words.findall(value)
+    if not parts or len(parts) > 6:
+        return False
+    mixed = not value.isupper()
+    odd = digits = 0
+    for part in parts:
+        if part.isdigit():
+            digits += 1
+            continue
+        low = part.lower()
+        if len(part) > 15 or c.tripled.search(low):
+            return False
+        if (
+            len(part) <= 2
+            or (mixed and part.isupper() and len(parts) > 1)
+            or c.consonants.search(low)
+            or not any(ch in "aeiouy" for ch in low)
+        ):
+            odd += 1
+    if digits > 1:
+        return False
+    return odd == 0 or (odd == 1 and (len(parts) > 1 or len(value) <= 3))
+
+
+def _code_name(value: str) -> bool:
+    """A name code assigns from (``token = Name``, ``password = user_input``).
+
+    Only letters and underscores, word-like, and shaped as code names are:
+    capitalised, snake_case or camelCase.  A single lower-case word is read
+    as a literal (``password = changeme`` in an INI file).
+    """
+    if not value.replace("_", "").isalpha() or not _wordlike(value):
+        return False
+    return value[0].isupper() or "_" in value.strip("_") or not value.islower()
+
+
+def _type_name(value: str) -> bool:
+    """A CamelCase type after ``:`` (``token: AccessToken``), made of words.
+
+    Digits make a literal: the types that have them (``Ed25519PrivateKey``)
+    name a secret and are kept by ``_names_a_secret`` already.
+    """
+    return value.isalpha() and bool(_compiled().camel_type.fullmatch(value)) and _wordlike(value)
+
+
+def _passphrase_end(text: str, s: int) -> int | None:
+    """End of an unquoted multi-word value starting at ``s``, or None.
+
+    ``password: correct horse battery staple`` (YAML, INI): the rest of the
+    line, up to a `` #`` comment or a quote, is 2-8 plain words none of which
+    is a common prose word.  Prose after a key (``password: see the wiki``)
+    nearly always has one.
+    """
+    window = text[s : s + 256]
+    cut = len(window)
+    for stop in ("\n", " #", "\t#", '"', "'", "`", "\\"):
+        i = window.find(stop)
+        if 0 <= i < cut:
+            cut = i
+    if cut == len(window) == 256:
+        return None  # no line end in sight: not a short value
+    line = window[:cut].rstrip(" \t\r")
+    words = line.split()
+    if not 2 <= len(words) <= 8:
+        return None
+    pword = _pass_word()
+    for word in words:
+        if not pword.fullmatch(word) or word.lower() in _PROSE_WORDS:
+            return None
+    return s + len(line)
 
 
 # How a detector's regex is applied (see ``Scrubber.scrub``).
@@ -311,6 +456,7 @@ class _Compiled:
         "attr_path",
         "b64_run",
         "camel_type",
+        "consonants",
         "detectors",
         "dotted",
         "env_name",
@@ -319,6 +465,7 @@ class _Compiled:
         "marker",
         "path",
         "printf",
+        "tripled",
         "words",
     )
 
@@ -328,15 +475,23 @@ class _Compiled:
         # a literal and rejects "tokens"/"keyword"/"password_reset" in C.
         # "key" only counts as "api_key"/"private_key" and friends; fixed-width
         # look-behinds check that without giving up the literal prefix.
-        end = r"(?![a-z0-9_])"
+        # A keyword at the end of its line (Python's ``pass``, ``return
+        # token``) has no value after it; skipping it here saves the three
+        # key/value regexes a call each.
+        end = r"(?![a-z0-9_])(?![ \t]*(?:\r?\n|$))"
         self.keyword_finders = tuple(
             re.compile(p + end)
             for p in (
-                r"pass(?:word|wd|phrase)",
+                r"pass(?:word|wd|phrase)?",
                 r"pwd",
                 r"secret(?:[_-]?access[_-]?key|[_-]?key)?",
                 r"token",
-                r"key(?:(?<=apikey)|(?<=api[_-]key)|(?<=privatekey)|(?<=private[_-]key))",
+                # A "key" right after a quote or blank (JSON's "key") fails
+                # the first look-behind instead of trying all of them.
+                # "<word>_key": the word before it is checked in
+                # ``_Scan.keywords`` (a look-behind per word made this regex
+                # the slowest to compile, on every hook process).
+                r"key(?<=[a-z_-]key)",
             )
         )
         self.marker = re.compile(r"\[REDACTED:[A-Za-z0-9_.-]*\]")
@@ -355,6 +510,36 @@ class _Compiled:
         self.b64_run = re.compile(r"[A-Za-z0-9+/]{16}")
         # Components of snake_case / camelCase / UPPER_CASE identifiers.
         self.words = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+        self.consonants = re.compile(r"[b-df-hj-np-tv-xz]{5}")
+        self.tripled = re.compile(r"(.)\1\1")
+
+
+# Regexes only some inputs need, compiled on first use rather than on every
+# hook process.
+
+
+@functools.cache
+def _path_parts() -> re.Pattern[str]:
+    return re.compile(r"[/~._@+-]+")
+
+
+@functools.cache
+def _pass_word() -> re.Pattern[str]:
+    return re.compile(r"[A-Za-z][A-Za-z0-9'-]{0,23}")
+
+
+@functools.cache
+def _cookie_name() -> re.Pattern[str]:
+    return re.compile(r"[A-Za-z0-9_.!#$%&*+^|~-]+=")
+
+
+@functools.cache
+def _cli_command() -> re.Pattern[str]:
+    """The command a short option such as "-p" belongs to (``_accept_cli_password``)."""
+    return re.compile(
+        r"(?:^|(?<=[\s/(\"';|&]))(mysql(?:dump|admin|import|check|show|pump|binlog|sh)?"
+        r"|mariadb(?:-?dump|-?admin)?|sshpass|redis-cli|curl)(?=\s)"
+    )
 
 
 def _is_placeholder(value: str, *, allow_paths: bool = True) -> bool:
@@ -376,9 +561,20 @@ def _is_placeholder(value: str, *, allow_paths: bool = True) -> bool:
         return True
     if all(ch in "*xX.\u2022\u00b7#-" for ch in s):
         return True
-    if c.env_name.fullmatch(s) or c.printf.fullmatch(s):
+    # An environment-variable *name* is made of words (GITHUB_TOKEN); a random
+    # upper-case token with underscores is not.
+    if (c.env_name.fullmatch(s) and _wordlike(s)) or c.printf.fullmatch(s):
         return True
-    return bool(allow_paths and c.path.fullmatch(s))
+    # Several format placeholders and punctuation ("%s:%s", "{user}:{pw}").
+    if "%" in s or "{" in s:
+        rest, n = c.printf.subn("", s)
+        if n and not any(ch.isalnum() for ch in rest):
+            return True
+    if not (allow_paths and c.path.fullmatch(s)):
+        return False
+    # A path names its parts with words ("/run/secrets/db", "~/.ssh/id_ed25519");
+    # a base64 token that happens to start with "/" has random ones.
+    return all(not part or part.isdigit() or _wordlike(part) for part in _path_parts().split(s))
 
 
 def _whole_or_secret(m: re.Match[str], name: str) -> _Span | None:
@@ -407,6 +603,8 @@ def _named(name: str) -> _Accept:
 
 
 def _accept_openai(m: re.Match[str], text: str) -> _Span | None:
+    if m.group("ant") is not None:
+        return (m.start(), m.end(), "anthropic-key")
     # Real keys are random and contain digits; "sk-some-long-css-class-name"
     # does not.  Checked here rather than with a look-ahead in the regex so a
     # rejected run is consumed, not rescanned from every later "sk-".
@@ -472,6 +670,7 @@ def _accept_bearer(m: re.Match[str], text: str) -> _Span | None:
 
 _FAMILIES = {
     "secretaccesskey": "aws-secret-key",
+    "pass": "password-assignment",
     "password": "password-assignment",
     "passwd": "password-assignment",
     "passphrase": "password-assignment",
@@ -485,7 +684,8 @@ _FAMILIES = {
 
 
 def _family(kw: str) -> str:
-    return _FAMILIES[kw.replace("_", "").replace("-", "")]
+    # Every "<word>_key" other than the named ones (ENCRYPTION_KEY, AccountKey).
+    return _FAMILIES.get(kw.replace("_", "").replace("-", ""), "key-assignment")
 
 
 def _kw_boundary(text: str, i: int) -> bool:
@@ -524,18 +724,30 @@ _QUOTE_GROUPS = ("dq", "sq", "bq", "eq")
 def _names_a_secret(value: str) -> bool:
     """An identifier with a secret word as a component (``db_password``, ``nextToken``).
 
-    Components, not substrings: a random ``FAKEkey0042`` is a value.
+    Components, not substrings: a random ``FAKEkey0042`` is a value.  Names
+    have a few components and at most one digit group; a random token with a
+    "Key" hump among a dozen others is a value too.
     """
-    return any(w.lower() in _KW_WORDS for w in _compiled().words.findall(value))
+    parts = _compiled().words.findall(value)
+    if len(parts) > 6 or sum(p.isdigit() for p in parts) > 1:
+        return False
+    return any(p.lower() in _KW_WORDS for p in parts)
 
 
 def _check_value(
-    m: re.Match[str], text: str, family: str, sep: str | None, spaced: bool
+    m: re.Match[str],
+    text: str,
+    family: str,
+    sep: str | None,
+    spaced: bool,
+    code_target: bool = False,
 ) -> _Span | None:
     """Validate the value of a key/value match and return the span to mask.
 
     ``sep`` is ``"="`` (also ``=>``, ``:=``), ``":"``, or ``None`` for CLI
-    flags; ``spaced`` says an ``=`` had blanks on both sides, as code does.
+    flags; ``spaced`` says an ``=`` had blanks on both sides, as code does;
+    ``code_target`` says the key is an assignment target in code (see
+    ``_code_target``).
     """
     c = _compiled()
     allow_paths = family != "aws-secret-key"
@@ -567,49 +779,226 @@ def _check_value(
     if "(" in value or "[" in value:
         return None  # call or subscript
     rest = _line_rest(text, e)
+    if sep is not None and rest and not _secretish(value):
+        end = _passphrase_end(text, s)
+        if end is not None:
+            return (s, end, family)  # ``password: correct horse battery staple``
     if c.ident.fullmatch(value) or c.dotted.fullmatch(value):
         if value.lower() in _CODE_WORDS or _names_a_secret(value):
             return None
-        if rest[:1] in (",", ")", "}", "]") or rest.startswith(_OPERATORS):
-            return None  # keyword argument, shorthand, annotation, expression
-        if spaced and ("." in value or value.replace("_", "").isalpha()):
-            # code: ``token = Name``, ``key = settings.API_KEY``; a value with
-            # digits (``password = hunter2`` in an INI file) stays a literal.
+        if _wordlike(value) and (
+            rest[:1] in (",", ")", "}", "]", "=") or rest.startswith(_OPERATORS)
+        ):
+            return None  # keyword argument, shorthand, chained assignment, expression
+        if spaced and (
+            "." in value
+            or _code_name(value)
+            or (value.isalpha() and (len(value) <= 3 or code_target) and _wordlike(value))
+        ):
+            # code: ``token = Name``, ``key = settings.API_KEY``,
+            # ``self.token = nextchar``, ``token = v``; a lower-case word at
+            # the start of a line (``password = changeme`` in an INI file), a
+            # value with digits or a random token stays a literal.
             return None
-        if sep == ":" and (rest[:1] in ("=", "|") or c.camel_type.fullmatch(value)):
+        if sep == ":" and (rest[:1] in ("=", "|") or _type_name(value)):
             return None  # annotation: ``token: Token``, ``key: RSAPrivateKey | None``
         if c.attr_path.fullmatch(value):
             return None  # ``password=args.password``; random tokens have digits inside
     if sep == ":" and value.lower() in _TYPE_NAMES:
         return None
-    if not _secretish(value) and (
-        (sep == ":" and rest and not rest.startswith(("#", "//")))
-        or (sep is None and rest[:1].isalpha())
+    if (
+        not _secretish(value)
+        and _wordlike(value)
+        and (
+            (sep == ":" and rest and not rest.startswith(("#", "//")))
+            or (sep is None and rest[:1].isalpha())
+        )
     ):
         return None  # prose: "password: click the link", "--token to use"
     return (s, e, family)
 
 
+_DECLARATIONS = ("const", "let", "var", "val", "my", "local", "auto", "final", "static")
+
+
+def _code_target(text: str, start: int) -> bool:
+    """The key at ``start`` is an assignment target in code, not a config key.
+
+    Config keys (INI, env files, ``.pypirc``) start their line; code assigns
+    to attributes (``self.token = nextchar``), tuples (``a, token = pair``),
+    declared names (``let token = tok``) and indented locals.
+    """
+    j = start
+    while j > 0 and text[j - 1] in _WORD_DASH:
+        j -= 1
+    line = text.rfind("\n", max(0, j - 256), j) + 1
+    before = text[line:j]
+    if not before:
+        return False
+    if not before.strip(" \t") or before.endswith("."):
+        return True  # indented, or an attribute
+    head = before.rstrip(" \t")
+    return head.endswith(",") or head.rsplit(None, 1)[-1] in _DECLARATIONS
+
+
 def _accept_assignment(m: re.Match[str], text: str) -> _Span | None:
     ss, se = m.span("sep")
+    kw = m.group("kw")
     if text[ss:se] == ":":
         # YAML needs a blank after ":" and JSON quotes its keys, so
         # "arn:aws:...:secret:name" or "token:abc" inside data is no mapping.
         if m.group("kq") is None and m.group("uv") is not None and text[se : se + 1] not in " \t":
             return None
-        return _check_value(m, text, _family(m.group("kw")), ":", False)
-    spaced = text[ss - 1] in " \t" and text[se : se + 1] in (" ", "\t")
-    return _check_value(m, text, _family(m.group("kw")), "=", spaced)
+        # A bare "PASS:" is a test result ("PASS: test_parse.py"), not a key;
+        # "db_pass: x" and JSON's "pass": "x" are keys.
+        if kw == "pass" and m.group("kq") is None and not _has_key_prefix(text, m.start()):
+            return None
+        span = _check_value(m, text, _family(kw), ":", False)
+    else:
+        spaced = text[ss - 1] in " \t" and text[se : se + 1] in (" ", "\t")
+        code = spaced and m.group("uv") is not None and _code_target(text, m.start())
+        span = _check_value(m, text, _family(kw), "=", spaced, code)
+    # "pass" also ends counters in code (``n_pass = 3``); a password has more.
+    if span is not None and kw == "pass":
+        value = text[span[0] : span[1]]
+        if len(value) < 4 and value.isdigit():
+            return None
+    return span
+
+
+def _has_key_prefix(text: str, start: int) -> bool:
+    """The keyword at ``start`` is the last component of a longer key (``db_pass``)."""
+    return start > 0 and text[start - 1] in _WORD_DASH
 
 
 def _accept_flag(m: re.Match[str], text: str) -> _Span | None:
-    # Only "--name value" with the keyword as the flag's last component.
+    # The keyword is the last component of a "--flag" (or "-flag") followed by
+    # its value, or of a compound key followed by a value that looks generated:
+    # ``aws configure set aws_secret_access_key VALUE``.
     j = m.start()
     while j > 0 and text[j - 1] in _WORD_DASH:
         j -= 1
-    if not text.startswith("--", j) or (j > 0 and text[j - 1] not in _FLAG_LEFT):
+    if j > 0 and text[j - 1] not in _FLAG_LEFT:
         return None
-    return _check_value(m, text, _family(m.group("kw")), None, False)
+    if text.startswith("-", j):
+        return _check_value(m, text, _family(m.group("kw")), None, False)
+    key = text[j : m.end("kw")]
+    if "_" not in key and "-" not in key:
+        return None  # a bare word ("password hunter2", "token 3 of 5") is prose
+    span = _check_value(m, text, _family(m.group("kw")), None, False)
+    if span is None:
+        return None
+    value = text[span[0] : span[1]]
+    if len(value) < 8 or (_wordlike(value) and not _secretish(value)):
+        return None  # "the api_key parameter", "client_secret VARCHAR"
+    return span
+
+
+# Commands whose short option carries a password: command -> {option: how the
+# value may follow it}.  "glued" is ``-pVALUE`` only: ``mysql -p dbname``
+# prompts for the password and names a database.
+_GLUED, _ANY = 1, 2
+_CLI_PASSWORDS: dict[str, dict[str, int]] = {
+    **{
+        name: {"p": _GLUED}
+        for name in (
+            "mysql",
+            "mysqldump",
+            "mysqladmin",
+            "mysqlimport",
+            "mysqlcheck",
+            "mysqlshow",
+            "mysqlpump",
+            "mysqlbinlog",
+            "mysqlsh",
+            "mariadb",
+            "mariadb-dump",
+            "mariadbdump",
+            "mariadb-admin",
+            "mariadbadmin",
+        )
+    },
+    "sshpass": {"p": _ANY},
+    "redis-cli": {"a": _ANY},
+    "curl": {"u": _ANY, "-user": _ANY},  # user:password
+}
+# Every command name above contains one of these.
+_CLI_NAMES = ("mysql", "mariadb", "sshpass", "redis-cli", "curl")
+
+
+def _accept_cli_password(m: re.Match[str], text: str) -> _Span | None:
+    """``mysql -pS3cret``, ``sshpass -p S3cret``, ``curl -u user:S3cret``.
+
+    The regex finds the short option; the command it belongs to is the last
+    known command name earlier on the same line, after the last ``|``, ``;``
+    or ``&&`` (bounded look-back, so long lines stay linear).
+    """
+    start = m.start()
+    lo = max(0, start - 512)
+    line = max(lo, text.rfind("\n", lo, start) + 1)
+    cut = max(text.rfind("|", line, start), text.rfind(";", line, start))
+    cut = max(cut, text.rfind("&&", line, start))
+    if cut >= 0:
+        line = cut + 1
+    # Substring tests first, without copying: most options ("mkdir -p",
+    # "ls -a") belong to other commands, and this is much cheaper.
+    if not any(text.find(name, line, start) >= 0 for name in _CLI_NAMES):
+        return None
+    command = None
+    for found in _cli_command().finditer(text[line:start]):
+        command = found.group(1)
+    if command is None:
+        return None
+    how = _CLI_PASSWORDS[command].get(m.group("flag"))
+    sep = m.group("sep")
+    if (
+        how is None
+        or (sep is not None and how == _GLUED)
+        or (sep == "=" and m.group("flag") != "-user")
+    ):
+        return None
+    s, e = m.span("val")
+    if text[s] in "'\"":
+        s, e = s + 1, e - 1
+    if m.group("flag") in ("u", "-user"):
+        colon = text.find(":", s, e)
+        if colon < 0:
+            return None  # no password: curl asks for it
+        s = colon + 1
+    if e <= s or _is_placeholder(text[s:e], allow_paths=False):
+        return None
+    return (s, e, "cli-password")
+
+
+def _accept_cookie(m: re.Match[str], text: str) -> _Span | None:
+    """``Cookie: a=1; b=2`` masks every value; ``Set-Cookie: sid=1; Path=/`` the first.
+
+    The value must start with ``name=`` as cookies do, which keeps prose
+    (``Cookie: a small file``) and annotations (``cookie: str = ""``) out.
+    """
+    start = m.start()
+    is_set = start >= 4 and text[start - 4 : start].lower() == "set-"
+    if not _left_ok(text, start - 4 if is_set else start, _ALNUM):
+        return None
+    vs, ve = m.span("secret")
+    pair = _cookie_name().match(text, vs, ve)
+    if pair is None:
+        return None
+    s = pair.end()
+    e = vs + len(text[vs:ve].rstrip(" \t"))
+    if is_set:
+        semi = text.find(";", s, e)
+        if semi >= 0:
+            e = semi
+    e = s + len(text[s:e].rstrip(" \t"))
+    if e <= s or _is_placeholder(text[s:e], allow_paths=False):
+        return None
+    # Session cookies are generated; plain words ("Set-Cookie: fig=newton",
+    # "Cookie: theme=dark; lang=en") are examples and preferences.
+    values = [p.partition("=")[2].strip() for p in text[pair.start() : e].split(";")]
+    if all(not v or (_wordlike(v) and not _secretish(v)) for v in values):
+        return None
+    return (s, e, "cookie")
 
 
 def _accept_xml(m: re.Match[str], text: str) -> _Span | None:
@@ -642,8 +1031,8 @@ def _accept_custom(m: re.Match[str], text: str) -> _Span | None:
 # ``access_token`` and ``AWS_SECRET_ACCESS_KEY`` match while
 # ``password_reset_url`` and ``tokenizer`` do not.
 _KW = (
-    r"(?P<kw>secret[_-]?access[_-]?key|pass(?:word|wd|phrase)|pwd"
-    r"|secret(?:[_-]?key)?|api[_-]?key|private[_-]?key|token)"
+    r"(?P<kw>secret[_-]?access[_-]?key|pass(?:word|wd|phrase)?|pwd"
+    r"|secret(?:[_-]?key)?|(?:" + "|".join(_KEY_WORDS) + r")[_-]?key|token)"
 )
 # A quoted literal with an optional Python string prefix (r"", b"", f"").
 # JSON embedded in a string (\"password\": \"x\") has its own alternative.
@@ -715,13 +1104,11 @@ def _build() -> _Compiled:
         _named("gitlab-token"),
     )
     add(
-        "anthropic-key",
-        r"sk-ant-(?<![A-Za-z0-9_-]sk-ant-)[A-Za-z0-9_-]{20,}",
-        _named("anthropic-key"),
-    )
-    add(
+        # Anthropic and OpenAI keys share one scan for "sk-"; the "ant"
+        # group tells them apart.
         "openai-key",
-        r"sk-(?<![A-Za-z0-9_-]sk-)(?!ant-)(?:(?:proj|svcacct|admin|None)-)?[A-Za-z0-9_-]{20,}",
+        r"sk-(?<![A-Za-z0-9_-]sk-)(?:(?P<ant>ant-)[A-Za-z0-9_-]{20,}"
+        r"|(?!ant-)(?:(?:proj|svcacct|admin|None)-)?[A-Za-z0-9_-]{20,})",
         _accept_openai,
     )
     add(
@@ -795,6 +1182,20 @@ def _build() -> _Compiled:
         _accept_bearer,
     )
     add_lower(
+        "cookie",
+        r"cookie\\?[\"']?[ \t]*:[ \t]*\\?[\"']?(?P<secret>[^\r\n\"'\\]{1,8192})",
+        _accept_cookie,
+    )
+    add(
+        "cli-password",
+        # A short option after a blank or quote: "-p", "-u", "-a", "--user".
+        # (A leading blank instead of the look-behind: blanks are everywhere
+        # in code, and the scan got three times slower.)
+        r"-(?<![^\s'\"]-)(?P<flag>-user|[pua])(?P<sep>=|[ \t]+)?"
+        r"(?P<val>'[^'\n]{1,512}'|\"[^\"\n]{1,512}\"|[^\s'\"`|;&<>]{1,512})",
+        _accept_cli_password,
+    )
+    add_lower(
         "key-value",
         _KW + r"(?![a-z0-9_])(?P<kq>\\?[\"'])?[ \t]*" + _SEP + r"[ \t]*" + _VALUE,
         _accept_assignment,
@@ -802,7 +1203,9 @@ def _build() -> _Compiled:
     )
     add_lower(
         "cli-flag",
-        _KW + r"(?![a-z0-9_-])[ \t]+(?!-)" + _VALUE,
+        # The value is no option ("--token --verbose", "--password -v"); a
+        # long random token may still start with "-".
+        _KW + r"(?![a-z0-9_-])[ \t]+(?!-(?:-|[a-z0-9]{0,15}(?:[\s=]|$)))" + _VALUE,
         _accept_flag,
         _AT_KEYWORD,
     )
@@ -832,7 +1235,25 @@ def _lower_same_length(text: str) -> str:
     return "".join(ch if len(ch.lower()) != 1 else ch.lower() for ch in text)
 
 
-_KEY_PREFIXES = ("api_", "api-", "api", "private_", "private-", "private")
+# What the "key" finder backs up over to the keyword's start ("api_" in "api_key").
+_LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
+
+
+def _key_start(low: str, s: int) -> int | None:
+    """Start of the "<word>_key" keyword whose "key" is at ``s``, or None.
+
+    ``low`` is lower-cased text.  The word may be glued (``apikey``,
+    ``AccountKey``) or joined by ``_``/``-`` (``api_key``, ``x-api-key``).
+    """
+    i = s - 1 if s > 0 and low[s - 1] in "_-" else s
+    j = i
+    while j > 0 and i - j < 16 and low[j - 1] in _LOWER:
+        j -= 1
+    letters = low[j:i]
+    for word in _KEY_WORDS:
+        if letters.endswith(word):
+            return i - len(word)
+    return None
 
 
 class _Scan:
@@ -858,14 +1279,10 @@ class _Scan:
             found: set[int] = set()
             for finder in _compiled().keyword_finders:
                 for m in finder.finditer(low):
-                    s = m.start()
-                    if low.startswith("key", s):
-                        s -= next(
-                            len(p)
-                            for p in _KEY_PREFIXES
-                            if s >= len(p) and low.startswith(p, s - len(p))
-                        )
-                    if _kw_boundary(text, s):
+                    s: int | None = m.start()
+                    if low.startswith("key", m.start()):
+                        s = _key_start(low, m.start())
+                    if s is not None and _kw_boundary(text, s):
                         found.add(s)
             self._keywords = sorted(found)
         return self._keywords
