@@ -495,7 +495,7 @@ def test_invalid_pattern_raises(kwargs: dict[str, list[str]], bad: str) -> None:
 # --- scrub_value ---------------------------------------------------------------
 def test_scrub_value_nested_structures() -> None:
     value = {
-        f"password={PW}": "key is left alone",
+        "note": "nothing secret",
         "cmd": ["ls", {"env": f"TOKEN={OPAQUE}", "n": 3}],
         "pair": (f"id {AWS_KEY_ID}", 1.5, None, True),
         "raw": f"password={PW}".encode(),
@@ -504,8 +504,7 @@ def test_scrub_value_nested_structures() -> None:
     new, count = default_scrubber().scrub_value(value)
     assert count == 2
     assert isinstance(new, dict)
-    assert list(new) == list(value)  # keys untouched, order kept
-    assert new[f"password={PW}"] == "key is left alone"
+    assert list(new) == list(value)  # clean keys untouched, order kept
     assert new["cmd"] == ["ls", {"env": "TOKEN=[REDACTED:token-assignment]", "n": 3}]
     assert new["pair"] == ("id [REDACTED:aws-access-key]", 1.5, None, True)
     assert new["raw"] is value["raw"]  # bytes are not str: passed through
@@ -530,6 +529,46 @@ def test_scrub_value_counts_every_finding() -> None:
         "[REDACTED:github-token] [REDACTED:aws-access-key]",
         ["password=[REDACTED:password-assignment]"],
     ]
+
+
+def test_scrub_value_masks_keys() -> None:
+    value = {GH_PAT: "a token as a key", "nested": {f"password={PW}": 1}, "plain": 2}
+    new, count = default_scrubber().scrub_value(value)
+    assert count == 2
+    assert new == {
+        "[REDACTED:github-token]": "a token as a key",
+        "nested": {"password=[REDACTED:password-assignment]": 1},
+        "plain": 2,
+    }
+    assert GH_PAT in value  # input not mutated
+    assert GH_PAT not in json.dumps(new)
+
+
+def test_scrub_value_keeps_colliding_keys() -> None:
+    # Two tokens mask to the same key, and an unchanged key already has that
+    # name: the unchanged key keeps it, the masked ones get the first free
+    # suffix in dict order, and no entry is lost.
+    other = "gh" + "p_" + "fake" * 9
+    value = {GH_PAT: 1, "[REDACTED:github-token]#2": 2, other: 3, "[REDACTED:github-token]": 4}
+    new, count = default_scrubber().scrub_value(value)
+    assert count == 2
+    assert new == {
+        "[REDACTED:github-token]#3": 1,
+        "[REDACTED:github-token]#2": 2,
+        "[REDACTED:github-token]#4": 3,
+        "[REDACTED:github-token]": 4,
+    }
+    assert list(new.values()) == [1, 2, 3, 4]  # type: ignore[attr-defined]
+    # deterministic, and scrubbing again changes nothing
+    assert default_scrubber().scrub_value(value) == (new, 2)
+    assert default_scrubber().scrub_value(new) == (new, 0)
+
+
+def test_scrub_value_non_string_keys_pass_through() -> None:
+    value = {1: f"password={PW}", (2, 3): "x"}
+    new, count = default_scrubber().scrub_value(value)
+    assert count == 1
+    assert new == {1: "password=[REDACTED:password-assignment]", (2, 3): "x"}
 
 
 def test_scrub_value_survives_cycles() -> None:

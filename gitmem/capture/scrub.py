@@ -43,6 +43,8 @@ followed by a generated-looking value: ``aws_secret_access_key VALUE``)
 Azure ``AccountKey``, ``SharedAccessKey``, see ``_KEY_WORDS``).
 Configured extra patterns report ``custom``.
 
+:meth:`Scrubber.scrub_value` scrubs dict keys as well as values.
+
 Every secret is replaced by ``[REDACTED:<detector>]``.  Key/value detectors
 keep the key, separator and quotes and mask only the value; URL credentials
 keep scheme, user and host and mask only the password.
@@ -1392,8 +1394,14 @@ class Scrubber:
         return merged
 
     def scrub_value(self, value: object) -> tuple[object, int]:
-        """Recursively scrub every str inside dicts/lists/tuples (dict KEYS are left alone, values scrubbed);
+        """Recursively scrub every str inside dicts/lists/tuples, dict keys included;
         returns (new value, number of findings). Non-str scalars pass through unchanged.
+
+        A key that changes keeps its masked form.  When masked keys collide
+        with each other or with a key that did not change, the unchanged key
+        keeps its name and the later masked ones, in the dict's order, get
+        the first free suffix ``#2``, ``#3``, ... (``[REDACTED:github-token]#2``),
+        so no entry is lost and the result is deterministic.
 
         A container without findings is returned as the same object; a changed
         one is rebuilt as a plain ``dict``/``list``/``tuple``.  Reference cycles
@@ -1412,11 +1420,23 @@ class Scrubber:
             total = 0
             if isinstance(value, dict):
                 items: list[tuple[object, object]] = []
+                masked_keys: list[int] = []
                 for k, v in value.items():
+                    nk: object = k
+                    if isinstance(k, str):
+                        r = self.scrub(k)
+                        if r.findings:
+                            nk = r.text
+                            total += len(r.findings)
+                            masked_keys.append(len(items))
                     nv, n = self._scrub_value(v, active)
                     total += n
-                    items.append((k, nv))
-                return (dict(items), total) if total else (value, 0)
+                    items.append((nk, nv))
+                if not total:
+                    return value, 0
+                if masked_keys:
+                    items = _dedupe_keys(items, masked_keys)
+                return dict(items), total
             seq: list[object] = []
             for v in value:
                 nv, n = self._scrub_value(v, active)
@@ -1427,6 +1447,26 @@ class Scrubber:
             return (tuple(seq) if isinstance(value, tuple) else seq), total
         finally:
             active.discard(id(value))
+
+
+def _dedupe_keys(
+    items: list[tuple[object, object]], masked: list[int]
+) -> list[tuple[object, object]]:
+    """Suffix masked keys (at indexes ``masked``) that collide, so none is lost."""
+    masked_set = set(masked)
+    # Keys that did not change keep their names whatever comes later.
+    used = {k for i, (k, _) in enumerate(items) if i not in masked_set}
+    out = list(items)
+    for i in masked:
+        key, val = out[i]
+        if key in used:
+            n = 2
+            while f"{key}#{n}" in used:
+                n += 1
+            key = f"{key}#{n}"
+            out[i] = (key, val)
+        used.add(key)
+    return out
 
 
 def _match_at(regex: re.Pattern[str], low: str, starts: list[int]) -> list[re.Match[str]]:
