@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 import traceback
 from collections.abc import Sequence
@@ -16,18 +17,53 @@ from datetime import UTC, datetime
 
 from gitmem.errors import ExitCode, GitmemError, exit_code_for
 
+_WITHHELD = "[gitmem: text withheld: the secret scrubber failed]"
 
-def _log_internal_error(exc: BaseException) -> str | None:
-    """Append the traceback to <common dir>/edda/log/cli.log; return its path."""
+
+def _masked(text: str) -> str:
+    """``text`` with secrets masked by the default scrubber.
+
+    Command lines and exception messages carry what the user typed (``git
+    edda note "<a token>"``) and what git said (a remote URL with
+    credentials); they are written to disk and the terminal like captured
+    text, so they are scrubbed like it.  Should the scrubber fail, nothing of
+    the text is written.
+    """
+    try:
+        from gitmem.capture.scrub import default_scrubber
+
+        return default_scrubber().scrub(text).text
+    except Exception:
+        return _WITHHELD
+
+
+def _repo_option(argv: Sequence[str]) -> str | None:
+    """The repository given with ``-C/--repo`` on the command line (the last one wins)."""
+    repo = None
+    for i, arg in enumerate(argv):
+        if arg in ("-C", "--repo") and i + 1 < len(argv):
+            repo = argv[i + 1]
+        elif arg.startswith("--repo="):
+            repo = arg[len("--repo=") :]
+    return repo
+
+
+def _log_internal_error(exc: BaseException, argv: Sequence[str]) -> str | None:
+    """Append the command line and traceback, secrets masked, to the cli.log of
+    the repository the command ran on; return its path (None if it cannot)."""
     try:
         from gitmem.storage.locate import locate
 
-        log_dir = locate().state_dir / "log"
+        command = _masked(shlex.join(["git", "edda", *argv]))
+        trace = _masked("".join(traceback.format_exception(exc)))
+        # The repository named by -C, not the current directory's: an
+        # in-process caller's cwd may be another repository altogether.
+        log_dir = locate(_repo_option(argv)).state_dir / "log"
         log_dir.mkdir(parents=True, exist_ok=True)
         path = log_dir / "cli.log"
         with open(path, "a", encoding="utf-8") as handle:
-            handle.write(f"--- {datetime.now(UTC).isoformat()} {' '.join(sys.argv)}\n")
-            handle.write("".join(traceback.format_exception(exc)))
+            handle.write(f"--- {datetime.now(UTC).isoformat()} {command}\n")
+            handle.write(trace)
         return str(path)
     except Exception:
         return None
@@ -58,9 +94,10 @@ def run(argv: Sequence[str]) -> int:
         print("git edda: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
-        where = _log_internal_error(exc)
+        where = _log_internal_error(exc, argv)
         detail = f" (details in {where})" if where else ""
-        print(f"git edda: internal error: {type(exc).__name__}: {exc}{detail}", file=sys.stderr)
+        message = _masked(str(exc))
+        print(f"git edda: internal error: {type(exc).__name__}: {message}{detail}", file=sys.stderr)
         return int(ExitCode.ERROR)
     if isinstance(result, Output):
         if want_json:

@@ -56,10 +56,16 @@ ZERO = "0" * 40
 
 
 def log(location: RepoLocation | None, message: str) -> None:
-    """Append one line to hooks.log (rotated at 1 MiB); never raises."""
+    """Append one line to hooks.log (rotated at 1 MiB), secrets masked; never raises."""
     try:
         if location is None:
             return
+        # Messages carry exception text (git's stderr with a remote's URL, a
+        # token in a path): mask secrets as capture does.  The scrubber is
+        # standard-library only, like this module; on failure, write nothing.
+        from gitmem.capture.scrub import default_scrubber
+
+        message = default_scrubber().scrub(message).text
         directory = os.path.join(location.state_path, "log")
         os.makedirs(directory, exist_ok=True)
         path = os.path.join(directory, LOG_NAME)
