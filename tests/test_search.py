@@ -35,7 +35,7 @@ from gitmem.retrieval.search import (
     search,
 )
 
-T0 = 1_780_000_000_000_000  # 2026-05-28, in microseconds
+T0 = 1_748_464_000_000_000  # 2025-05-28, in microseconds (in the past: times ahead of the clock are refused)
 HOUR = 3_600_000_000
 NOW = T0 + 400 * DAY_US
 
@@ -389,7 +389,7 @@ def test_cli_filters(tmp_path: Path) -> None:
     # the capsule was opened "now", after every other event
     assert found("--since", iso(T0 + 3 * DAY_US)) == {four, five, cap}
     assert found("--until", iso(T0 + 1 * DAY_US)) == {one}
-    assert found("--since", "2026-05-29T00:00:00Z", "--until", "2026-05-31") == {two, three}
+    assert found("--since", "2025-05-29T00:00:00Z", "--until", "2025-05-31") == {two, three}
     assert set(cli_ids(repo, "search", "gadget", "--branch", "main", "--limit", "50")) == {
         cap,
         one,
@@ -613,7 +613,7 @@ def test_cli_now_changes_recency(tmp_path: Path) -> None:
         (event,) = mem.append_many([Draft("note", {"text": "nebula"}, time=T0)])
     at_t0 = cli_json(repo, "search", "nebula", "--now", str(T0))["hits"][0]
     month = cli_json(repo, "search", "nebula", "--now", str(T0 + 30 * DAY_US))["hits"][0]
-    iso = cli_json(repo, "search", "nebula", "--now", "2026-06-27T00:00:00Z")["hits"][0]
+    iso = cli_json(repo, "search", "nebula", "--now", "2025-06-27T00:00:00Z")["hits"][0]
     assert at_t0["id"] == month["id"] == event.id
     assert at_t0["components"]["recency"] == 1.0
     assert month["components"]["recency"] == 0.5
