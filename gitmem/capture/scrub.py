@@ -1393,7 +1393,9 @@ class Scrubber:
             merged.append(Finding(name, s, e))
         return merged
 
-    def scrub_value(self, value: object) -> tuple[object, int]:
+    def scrub_value(
+        self, value: object, *, on_string: Callable[[str], tuple[str, int]] | None = None
+    ) -> tuple[object, int]:
         """Recursively scrub every str inside dicts/lists/tuples, dict keys included;
         returns (new value, number of findings). Non-str scalars pass through unchanged.
 
@@ -1406,11 +1408,23 @@ class Scrubber:
         A container without findings is returned as the same object; a changed
         one is rebuilt as a plain ``dict``/``list``/``tuple``.  Reference cycles
         are not followed.
-        """
-        return self._scrub_value(value, set())
 
-    def _scrub_value(self, value: object, active: set[int]) -> tuple[object, int]:
+        ``on_string`` replaces how a string value (not a key) is treated: it
+        returns (new text, number of changes), and a non-zero count makes the
+        containers around it rebuilt. Capture uses it to scrub and truncate in
+        one pass (gitmem.capture.prepare).
+        """
+        return self._scrub_value(value, set(), on_string)
+
+    def _scrub_value(
+        self,
+        value: object,
+        active: set[int],
+        on_string: Callable[[str], tuple[str, int]] | None = None,
+    ) -> tuple[object, int]:
         if isinstance(value, str):
+            if on_string is not None:
+                return on_string(value)
             r = self.scrub(value)
             return (r.text, len(r.findings)) if r.findings else (value, 0)
         if not isinstance(value, dict | list | tuple) or id(value) in active:
@@ -1429,7 +1443,7 @@ class Scrubber:
                             nk = r.text
                             total += len(r.findings)
                             masked_keys.append(len(items))
-                    nv, n = self._scrub_value(v, active)
+                    nv, n = self._scrub_value(v, active, on_string)
                     total += n
                     items.append((nk, nv))
                 if not total:
@@ -1439,7 +1453,7 @@ class Scrubber:
                 return dict(items), total
             seq: list[object] = []
             for v in value:
-                nv, n = self._scrub_value(v, active)
+                nv, n = self._scrub_value(v, active, on_string)
                 total += n
                 seq.append(nv)
             if not total:

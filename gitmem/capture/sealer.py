@@ -182,7 +182,7 @@ class Sealer:
                 offset += 1
             else:
                 when = draft.time
-            prepared = prepare_body(draft.body, self.scrubber, self.max_field_bytes)
+            body = prepare_body(draft.body, self.scrubber, self.max_field_bytes)
             branch = default_branch if draft.branch is _UNSET else draft.branch
             if branch and self.scrubber.scrub(branch).findings:
                 raise UsageError(
@@ -197,14 +197,12 @@ class Sealer:
                 "agent": self._scope_id("agent", draft.agent, "the event") or self.default_agent,
                 "user": self.user,
             }
-            envelope, _ = seal(
-                draft.type, prepared.body, scope=scope, time_us=when, capsule=draft.capsule
-            )
+            envelope, _ = seal(draft.type, body, scope=scope, time_us=when, capsule=draft.capsule)
             problems = event_problems(
-                envelope, prepared.body, now_us=now, limits=self.limits, known_types_only=True
+                envelope, body, now_us=now, limits=self.limits, known_types_only=True
             )
             if problems:
                 where = f"event #{n}" if len(drafts) > 1 else f"the {draft.type} event"
                 raise UsageError(f"{where} cannot be stored: {problems[0]}")
-            sealed.append((envelope, prepared.body))
+            sealed.append((envelope, body))
         return sealed
