@@ -237,7 +237,7 @@ def _seal_future_events(repo: Path) -> list[dict[str, Any]]:
     """Commit, as a newer gitmem would, an unknown type, a known type with extra
     fields, and an envelope with an extra top-level field."""
     scope = {"repo": "repo", "branch": "main", "user": "future@example.com", "agent": "v9"}
-    base = 1_900_000_000_000_000
+    base = 1_750_000_000_000_000  # a newer gitmem, not a future time (those are refused)
     unknown, _ = seal("hologram", FUTURE_BODY, scope=scope, time_us=base)
     extended, _ = seal("note", EXTENDED_NOTE, scope=scope, time_us=base + 1)
     extra_env, _ = seal("note", {"text": "envelope field"}, scope=scope, time_us=base + 2)
