@@ -67,13 +67,15 @@ def index(
     """Bring the search indexes up to date (--rebuild: from scratch).
 
     Queries refresh the indexes themselves; this is for building ahead of
-    time (with a progress bar) or recovering from a damaged index.
+    time (with a progress bar) or recovering from a damaged index. It checks
+    every byte of the index against its checksums (queries re-read only files
+    changed on disk since they were last checked).
     """
     from gitmem.index.refresh import refresh
     from gitmem.memory.api import Memory
 
     with Memory.open(common.repo) as mem, _progress_bar() as progress:
-        report = refresh(mem, rebuild=rebuild, embed=not no_embed, progress=progress)
+        report = refresh(mem, rebuild=rebuild, embed=not no_embed, progress=progress, deep=True)
     text = {
         "none": f"index up to date ({report.events} events)",
         "incremental": f"indexed {report.added} new events ({report.events} in all)",

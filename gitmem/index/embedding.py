@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitmem.errors import GitmemError
+from gitmem.errors import GitmemError, IndexDamagedError
 from gitmem.index.vectors import VECTORS_FILE, Vectors, rebuild
 
 if TYPE_CHECKING:
@@ -23,6 +23,18 @@ if TYPE_CHECKING:
 
 EMBED_DIR = "embeddings"
 CHUNK = 4096  # texts embedded per batch between progress reports
+
+
+def _cache_directory(root: Path, model_id: str) -> Path:
+    """Where the embedding cache lives. A file found where one of its
+    directories belongs is damage: the cache is derived data, so it goes."""
+    from gitmem.embed.cache import model_slug
+
+    directory = root / EMBED_DIR
+    for path in (directory, directory / model_slug(model_id)):
+        if (path.exists() or path.is_symlink()) and not path.is_dir():
+            path.unlink()
+    return directory
 
 
 def open_embedder(mem: Memory, root: Path) -> Any:
@@ -75,7 +87,8 @@ class VectorSync:
 
         try:
             dim = int(embedder.dim)
-            cache = EmbeddingCache(self.root / EMBED_DIR, embedder.model_id, dim)
+            directory = _cache_directory(self.root, embedder.model_id)
+            cache = EmbeddingCache(directory, embedder.model_id, dim)
             if redacted:
                 cache.remove([digest(r.get("_old_text", "")) for r in redacted])
             switched = self.manifest.model != embedder.model_id or self.manifest.dim != dim
@@ -83,7 +96,7 @@ class VectorSync:
             if not switched and not redacted and self.path.exists():
                 try:
                     vectors = Vectors(self.path, dim)
-                except ValueError:
+                except IndexDamagedError:
                     vectors = None
             if vectors is None:
                 why = "model" if switched else "redaction" if redacted else "unreadable"

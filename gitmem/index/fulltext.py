@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gitmem.errors import IndexDamagedError
 from gitmem.index.rows import cjk_grams
 
 FULLTEXT_DIR = "fulltext"
@@ -87,13 +88,20 @@ class FullText:
     """One Tantivy index directory."""
 
     def __init__(self, directory: Path, *, create: bool = False) -> None:
+        """Open the index in ``directory`` (IndexDamagedError when there is
+        none or Tantivy cannot open it), or with ``create`` make a new one."""
         t = _tantivy()
         self.directory = directory
         if create:
             directory.mkdir(parents=True, exist_ok=True)
-        elif not t.Index.exists(str(directory)):
-            raise ValueError(f"no full-text index in {directory}")
-        self.index = t.Index(_schema(), path=str(directory), reuse=True)
+            self.index = t.Index(_schema(), path=str(directory), reuse=True)
+        else:
+            try:
+                if not t.Index.exists(str(directory)):
+                    raise IndexDamagedError(f"no full-text index in {directory.name}")
+                self.index = t.Index(_schema(), path=str(directory), reuse=True)
+            except (ValueError, OSError) as exc:  # Tantivy's errors are ValueErrors
+                raise IndexDamagedError(f"full-text index: {exc}") from None
         self.analyzers = _analyzers()
         for name, analyzer in self.analyzers.items():
             self.index.register_tokenizer(name, analyzer)

@@ -20,6 +20,11 @@ A redaction removes its target's text from every index. Tantivy and usearch
 only mark deleted entries and keep their bytes until a merge, so the full-text
 and vector indexes are rebuilt without the target (the bytes are gone when
 this returns), and the embedding cache drops the target's text digest.
+
+The manifest records a checksum of every file of its generation and one of
+itself (:mod:`gitmem.index.integrity`). A file that does not match is damage:
+the tables or the full text damaged mean a full build, the vector index
+damaged means only that index is rebuilt (from the embedding cache).
 """
 
 from __future__ import annotations
@@ -28,14 +33,16 @@ import json
 import os
 import shutil
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitmem.errors import ConflictError
+from gitmem.errors import ConflictError, IndexDamagedError
 from gitmem.index import compute as pc
+from gitmem.index import integrity
 from gitmem.index import table as tables
 from gitmem.index.rows import event_text, paths_of
 from gitmem.storage import layout
@@ -44,9 +51,14 @@ from gitmem.storage.locate import RepoLocation
 if TYPE_CHECKING:
     from gitmem.memory.api import Memory
 
-INDEX_VERSION = 4  # 2: full-text documents carry key64; 3: as a fast field; 4: line column
+# 2: full-text documents carry key64; 3: as a fast field; 4: line column;
+# 5: the manifest holds checksums of every file and of itself
+INDEX_VERSION = 5
 INDEX_DIR = "index"
 MANIFEST = "manifest.json"
+# in a generation: the checksums of its files as the last refresh wrote them
+# (the manifest's, unless that refresh died before writing the manifest)
+WRITTEN = "written.json"
 LOCK_TIMEOUT = 600.0
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
@@ -71,19 +83,46 @@ class Manifest:
     dim: int | None = None
     unembedded: int = 0  # rows with text but no vector yet (embedding failed or disabled)
     embed_error: str | None = None  # why the last embedding failed; queries then do not retry
+    # "<size>:<crc32>" of every file of the generation, by path inside it
+    files: dict[str, str] = field(default_factory=dict)
+    checksum: str = ""  # CRC-32 of the other fields (see _manifest_checksum)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
+def _manifest_checksum(fields: dict[str, Any]) -> str:
+    """CRC-32 of a manifest's fields other than ``checksum``, as canonical JSON:
+    a flipped bit in a tip or a count is caught like one in a table."""
+    rest = {k: v for k, v in fields.items() if k != "checksum"}
+    text = json.dumps(rest, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return f"{zlib.crc32(text.encode()):08x}"
+
+
+def _plain_name(name: Any) -> bool:
+    """A file or directory name inside the index, never a path out of it."""
+    return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name
+
+
 def read_manifest(root: Path) -> Manifest | None:
-    """The manifest, or None when missing, unreadable or of another version."""
+    """The manifest, or None when missing, unreadable, damaged (its checksum
+    differs) or of another version."""
     try:
         raw = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
         if not isinstance(raw, dict) or raw.get("version") != INDEX_VERSION:
             return None
+        if raw.get("checksum") != _manifest_checksum(raw):
+            return None
         manifest = Manifest(**raw)
     except (OSError, ValueError, TypeError):
+        return None
+    if not isinstance(manifest.files, dict) or not all(
+        isinstance(v, str) for v in manifest.files.values()
+    ):
+        return None
+    names = [manifest.generation, manifest.fulltext]
+    names += [part for path in manifest.files for part in str(path).split("/", 1)]
+    if not all(_plain_name(name) for name in names):
         return None
     if not (root / manifest.generation).is_dir():
         return None
@@ -93,15 +132,78 @@ def read_manifest(root: Path) -> Manifest | None:
 def _write_manifest(root: Path, manifest: Manifest) -> None:
     from gitmem.storage.files import write_atomic
 
+    manifest.checksum = _manifest_checksum(manifest.to_json())
     data = json.dumps(manifest.to_json(), sort_keys=True, indent=1).encode()
-    write_atomic(str(root / MANIFEST), data, fsync=False)
+    path = root / MANIFEST
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)  # damage: a rename cannot replace a directory
+    write_atomic(str(path), data, fsync=False)
+
+
+def check_generation(
+    directory: Path, manifest: Manifest, *, deep: bool = False, vectors: bool = True
+) -> dict[str, integrity.Identity]:
+    """Check the generation's files against the manifest's checksums (the
+    vector index too, with ``vectors``); IndexDamagedError when one differs.
+    Returns the identities checked (see :func:`integrity.unchanged`)."""
+    from gitmem.index.vectors import VECTORS_FILE
+
+    required = (tables.EVENTS_FILE, tables.MEMBERS_FILE, f"{manifest.fulltext}/meta.json")
+    for name in required:
+        if name not in manifest.files:
+            raise IndexDamagedError(f"the manifest has no checksum for {name}")
+    files = {k: v for k, v in manifest.files.items() if vectors or k != VECTORS_FILE}
+    return integrity.verify(directory, files, deep=deep)
+
+
+def generation_files(directory: Path, fulltext: str) -> list[str]:
+    """The files of a generation a manifest vouches for: both tables (once
+    written), the full-text directory's files (not Tantivy's lock files, which
+    readers create) and the vector index when there is one."""
+    from gitmem.index.vectors import VECTORS_FILE
+
+    names = [n for n in (tables.EVENTS_FILE, tables.MEMBERS_FILE) if (directory / n).is_file()]
+    with os.scandir(directory / fulltext) as entries:
+        for entry in sorted(entries, key=lambda e: e.name):
+            if entry.name.startswith(".tantivy-") and entry.name.endswith(".lock"):
+                continue
+            if entry.is_file(follow_symlinks=False):
+                names.append(f"{fulltext}/{entry.name}")
+    if (directory / VECTORS_FILE).is_file():
+        names.append(VECTORS_FILE)
+    return names
+
+
+def _parts(files: dict[str, str]) -> dict[str, dict[str, str]]:
+    """Checksums grouped by what must match as a whole: each table, the
+    vector index, and a full-text directory (its meta.json names its segments)."""
+    parts: dict[str, dict[str, str]] = {}
+    for name, value in files.items():
+        parts.setdefault(name.split("/", 1)[0], {})[name] = value
+    return parts
+
+
+def _read_written(directory: Path) -> dict[str, str]:
+    """The checksums the last refresh recorded as it wrote files ({} when
+    none, or when the record itself is damaged)."""
+    try:
+        raw = json.loads((directory / WRITTEN).read_text(encoding="utf-8"))
+        files = raw["files"]
+        if raw.get("checksum") != _manifest_checksum(raw) or not isinstance(files, dict):
+            return {}
+    except (OSError, ValueError, TypeError, KeyError):
+        return {}
+    return {str(k): str(v) for k, v in files.items()}
 
 
 @contextmanager
 def builder_lock(root: Path, timeout: float) -> Iterator[None]:
     """One index builder at a time (ConflictError after ``timeout`` seconds)."""
-    from gitmem.storage.lock import writer_lock
+    from gitmem.storage.lock import LOCK_FILE, writer_lock
 
+    lock = root / LOCK_FILE
+    if lock.is_dir() and not lock.is_symlink():
+        shutil.rmtree(lock, ignore_errors=True)  # damage: nothing can hold a directory
     with writer_lock(root, timeout=timeout, what="index builder lock"):
         yield
 
@@ -140,6 +242,14 @@ def is_fresh(location: RepoLocation, manifest: Manifest | None, *, vectors: bool
     return chains == manifest.tips and payloads == manifest.payloads
 
 
+def _index_directory(root: Path) -> None:
+    """Create the index directory. Anything else at its path is damage: the
+    whole directory is derived data, so it is removed, never reported."""
+    if (root.exists() or root.is_symlink()) and not root.is_dir():
+        root.unlink()
+    root.mkdir(parents=True, exist_ok=True)
+
+
 def refresh(
     mem: Memory,
     *,
@@ -147,17 +257,32 @@ def refresh(
     embed: bool = True,
     progress: Progress | None = None,
     timeout: float = LOCK_TIMEOUT,
+    deep: bool = False,
 ) -> RefreshReport:
-    """Bring the indexes up to date with memory (see the module docstring)."""
+    """Bring the indexes up to date with memory (see the module docstring).
+
+    ``deep`` checks every byte of every file against the manifest's checksums,
+    not only the files whose stamp is out of date (see :mod:`gitmem.index.integrity`)."""
     started = time.monotonic()
     root = index_root(mem.location)
-    root.mkdir(parents=True, exist_ok=True)
+    _index_directory(root)
     with builder_lock(root, timeout):
         mem.flush()
         builder = _Builder(mem, root, progress, embed)
-        report = builder.run(rebuild)
+        report = builder.run(rebuild, deep=deep)
     report.seconds = round(time.monotonic() - started, 3)
     return report
+
+
+def refresh_existing(mem: Memory) -> RefreshReport | None:
+    """Refresh the index now if one was ever built here (None otherwise).
+
+    ``git edda redact`` and ``gc`` call this so that the index's copy of a
+    redacted text is gone when they return, not at the next query."""
+    root = index_root(mem.location)
+    if not (root.exists() or root.is_symlink()):
+        return None
+    return refresh(mem)
 
 
 def try_refresh(mem: Memory, *, wait: float, embed: bool = True) -> RefreshReport | None:
@@ -179,7 +304,7 @@ class _Builder:
         self.ledger = mem.ledger
 
     # -- the decision ------------------------------------------------------------
-    def run(self, rebuild: bool) -> RefreshReport:
+    def run(self, rebuild: bool, *, deep: bool = False) -> RefreshReport:
         tips = self.ledger.memory_refs()
         payloads = self.backend.read_ref(layout.PAYLOAD_REF)
         manifest = read_manifest(self.root)
@@ -188,15 +313,17 @@ class _Builder:
             return self._full(tips, payloads, reason)
         assert manifest is not None
         try:
-            state = _State.open(self.root / manifest.generation, manifest)
-        except ValueError as exc:
-            return self._full(tips, payloads, f"unreadable sidecar ({exc})")
+            state = _State.open(self.root / manifest.generation, manifest, deep=deep)
+        except IndexDamagedError as exc:
+            return self._full(tips, payloads, f"damaged sidecar ({exc})")
         if tips == manifest.tips and payloads == manifest.payloads:
             report = RefreshReport("none", events=manifest.events)
+            if state.dropped_vectors:
+                report.warnings.append(f"vector index rebuilt: {state.dropped_vectors}")
             before = (manifest.model, manifest.dim, manifest.unembedded, manifest.embed_error)
             self._vectors(state, manifest, report, new_texts=[])
             after = (manifest.model, manifest.dim, manifest.unembedded, manifest.embed_error)
-            if before != after or report.vectors:
+            if before != after or report.vectors or state.dropped_vectors:
                 self._commit(state, manifest, tips, payloads, report)
             return report
         report = RefreshReport("incremental")
@@ -309,8 +436,10 @@ class _Builder:
         else:
             docs = [r for r in [*new_rows, *revived] if r["text"]]
             state.fulltext.update(_docs(docs))
+            self._vouch(state, manifest)  # the full text changed in place
         texts = [r for r in [*new_rows, *revived] if r["text"]]
         self._vectors(state, manifest, report, new_texts=texts, redacted=lost_text)
+        self._vouch(state, manifest)
         self._commit(state, manifest, tips, payloads, report)
 
     def _envelopes(self, commit: str, ref: str) -> Iterator[tuple[dict[str, Any], str, str]]:
@@ -344,6 +473,20 @@ class _Builder:
         sync = VectorSync(self.mem, self.root, state, manifest, report, self.progress)
         sync.run(new_texts, list(redacted), enabled=self.embed)
 
+    def _vouch(self, state: _State, manifest: Manifest) -> dict[str, str]:
+        """Checksum the generation's files as they are now (only files new or
+        rewritten since their last checksum are read) and record them in
+        ``written.json``: should this process die before writing the manifest,
+        the next refresh knows these files are its own work, not damage."""
+        names = generation_files(state.directory, manifest.fulltext)
+        files = integrity.describe(state.directory, names)
+        record: dict[str, Any] = {"files": files}
+        record["checksum"] = _manifest_checksum(record)
+        from gitmem.storage.files import write_atomic
+
+        write_atomic(str(state.directory / WRITTEN), json.dumps(record).encode(), fsync=False)
+        return files
+
     def _commit(
         self,
         state: _State,
@@ -353,6 +496,8 @@ class _Builder:
         report: RefreshReport,
     ) -> None:
         state.write_tables()
+        # Every file is final now: the manifest vouches for their checksums.
+        manifest.files = self._vouch(state, manifest)
         manifest.tips = dict(tips)
         manifest.payloads = payloads
         manifest.events = state.count()
@@ -363,6 +508,11 @@ class _Builder:
             manifest.trunk = None
         _write_manifest(self.root, manifest)
         state.remove_stale_fulltext(manifest.fulltext)
+        if report.redacted:
+            # Text just redacted may survive elsewhere: in a generation left
+            # by a build that was killed, or a temporary file of a killed write.
+            self._remove_stale(keep={manifest.generation})
+            state.remove_temporary()
 
 
 def _row(
@@ -445,6 +595,43 @@ def _blank(row: dict[str, Any]) -> None:
     )
 
 
+def _verify_part(
+    directory: Path, manifest: Manifest, part: str, written: dict[str, str], deep: bool
+) -> bool:
+    """Check one part against the manifest, else against ``written.json``;
+    True when only the latter vouched for it. IndexDamagedError when neither does."""
+    try:
+        described = _parts(manifest.files).get(part)
+        if described is None:
+            raise IndexDamagedError(f"the manifest has no checksum for {part}")
+        integrity.verify(directory, described, deep=deep)
+        return False
+    except IndexDamagedError:
+        recorded = _parts(written).get(part)
+        if recorded is None:
+            raise
+        integrity.verify(directory, recorded, deep=deep)
+        return True
+
+
+def _accept_written(directory: Path, manifest: Manifest, deep: bool) -> set[str]:
+    """Check the parts (tables, full text) against the manifest or, failing
+    that, ``written.json``; returns those only the latter vouched for."""
+    written = _read_written(directory)
+    if not written:
+        check_generation(directory, manifest, deep=deep, vectors=False)  # raises the damage
+    parts = [tables.EVENTS_FILE, tables.MEMBERS_FILE, manifest.fulltext]
+    return {p for p in parts if _verify_part(directory, manifest, p, written, deep)}
+
+
+def _remove(path: Path) -> None:
+    """Remove a file, or a directory found where a file belongs."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
 def _docs(rows: list[dict[str, Any]]) -> Iterator[Any]:
     from gitmem.index.fulltext import TextDoc
 
@@ -461,20 +648,46 @@ class _State:
         self.members = members
         self.fulltext = fulltext
         self._dirty = False
+        self.dropped_vectors = ""  # why a damaged vector index was removed on opening
 
     @classmethod
-    def open(cls, directory: Path, manifest: Manifest) -> _State:
+    def open(cls, directory: Path, manifest: Manifest, *, deep: bool = False) -> _State:
+        """The generation's files, checked against the manifest first: damaged
+        tables or full text raise IndexDamagedError (the caller builds anew);
+        a damaged vector index is removed and rebuilt by the vector sync."""
         from gitmem.index.fulltext import FullText
+        from gitmem.index.vectors import VECTORS_FILE
 
+        try:
+            check_generation(directory, manifest, deep=deep, vectors=False)
+            newer: set[str] = set()
+        except IndexDamagedError:
+            # A refresh that died before its manifest write leaves files the
+            # manifest does not describe; any mix of old and new versions is
+            # sound (rows, documents and vectors are deduplicated by event id),
+            # so a part matching what that refresh recorded as written is no damage.
+            newer = _accept_written(directory, manifest, deep)
+        dropped = ""
+        vectors = directory / VECTORS_FILE
+        if VECTORS_FILE in manifest.files or vectors.exists() or vectors.is_symlink():
+            try:
+                _verify_part(directory, manifest, VECTORS_FILE, _read_written(directory), deep)
+            except IndexDamagedError as exc:
+                dropped = str(exc)
+                _remove(vectors)
+                manifest.model = manifest.dim = None  # nothing vouches for any vector now
         events = tables.read(directory / tables.EVENTS_FILE, tables.event_schema())
         members = tables.read(directory / tables.MEMBERS_FILE, tables.member_schema())
-        try:
-            fulltext = FullText(directory / manifest.fulltext)
-        except Exception as exc:  # tantivy raises plain ValueError/OSError subclasses
-            raise ValueError(f"full-text index: {exc}") from exc
+        if tables.EVENTS_FILE not in newer and events.num_rows != manifest.events:
+            raise IndexDamagedError(
+                f"{tables.EVENTS_FILE} holds {events.num_rows} rows, the manifest says {manifest.events}"
+            )
+        fulltext = FullText(directory / manifest.fulltext)
         if fulltext.count() > events.num_rows:
-            raise ValueError("full-text index holds more documents than the table")
-        return cls(directory, events, members, fulltext)
+            raise IndexDamagedError("full-text index holds more documents than the table")
+        state = cls(directory, events, members, fulltext)
+        state.dropped_vectors = dropped
+        return state
 
     @classmethod
     def create(cls, directory: Path, manifest: Manifest) -> _State:
@@ -577,6 +790,12 @@ class _State:
             fulltext.update([])
         self.fulltext = fulltext
         return name
+
+    def remove_temporary(self) -> None:
+        """Delete temporary files (``.<name>.<…>.tmp``) left by killed writes."""
+        for entry in self.directory.iterdir():
+            if entry.name.startswith(".") and entry.name.endswith(".tmp"):
+                entry.unlink(missing_ok=True)
 
     def remove_stale_fulltext(self, keep: str) -> None:
         for entry in self.directory.iterdir():

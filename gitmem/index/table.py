@@ -18,6 +18,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from gitmem.errors import IndexDamagedError
+
 EVENTS_FILE = "events.arrow"
 MEMBERS_FILE = "members.arrow"
 
@@ -93,13 +95,15 @@ def write(path: Path, table: Any, *, fsync: bool = False) -> None:
 
 
 def read(path: Path, schema: Any) -> Any:
-    """A memory-mapped table; ValueError when the file is not what we wrote."""
+    """A memory-mapped table; IndexDamagedError when the file is not what we
+    wrote. (Arrow checks the file's structure, not its data: callers check
+    the file against the manifest's checksum first.)"""
     pa = _pa()
     try:
         source = pa.memory_map(str(path), "r")
         table = pa.ipc.open_file(source).read_all()
     except (OSError, pa.ArrowInvalid) as exc:
-        raise ValueError(f"{path.name}: {exc}") from exc
+        raise IndexDamagedError(f"{path.name}: {exc}") from None
     if not table.schema.equals(schema):
-        raise ValueError(f"{path.name}: unexpected schema")
+        raise IndexDamagedError(f"{path.name}: unexpected schema")
     return table

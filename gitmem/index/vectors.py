@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gitmem.errors import IndexDamagedError
+
 VECTORS_FILE = "vectors.usearch"
 EXACT_LIMIT = 4096  # at most this many allowed keys: exact scoring beats a filtered ANN walk
 
@@ -37,9 +39,12 @@ class Vectors:
         if path.exists():
             from usearch.index import Index
 
-            index = Index.restore(str(path), view=view)
+            try:
+                index = Index.restore(str(path), view=view)
+            except (ValueError, RuntimeError, OSError) as exc:
+                raise IndexDamagedError(f"{path.name}: {exc}") from None
             if index is None or index.ndim != dim:
-                raise ValueError(f"{path.name}: not a {dim}-dimension usearch index")
+                raise IndexDamagedError(f"{path.name}: not a {dim}-dimension usearch index")
             self.index = index
         else:
             self.index = _new(dim)

@@ -18,13 +18,15 @@ from typing import Any
 import msgspec
 
 from gitmem.capture.sealer import _UNSET
-from gitmem.errors import AmbiguousIdError, NotFoundError
+from gitmem.errors import AmbiguousIdError, IndexDamagedError, NotFoundError
 from gitmem.index import compute as pc
 from gitmem.index import table as tables
+from gitmem.index.integrity import unchanged
 from gitmem.index.refresh import (
     LOCK_TIMEOUT,
     Manifest,
     RefreshReport,
+    check_generation,
     index_root,
     is_fresh,
     read_manifest,
@@ -37,8 +39,6 @@ from gitmem.storage.gitconfig import Config, get_last, read_config
 from gitmem.storage.locate import RepoLocation, locate, memory_branch
 
 _SCANS = 4  # key lookups answered by a linear scan before the keys are sorted once
-# What opening a damaged sidecar raises (Arrow, Tantivy and usearch errors included).
-_DAMAGE = (ValueError, OSError, RuntimeError)
 DEFAULT_WAIT = (
     5.0  # seconds a reader waits for another process's build before reading the previous version
 )
@@ -85,8 +85,15 @@ class IndexView:
         self.directory = self.root / manifest.generation
         self.stale = stale  # another process was still building: this is the previous version
         self.report = report
+        # Nothing is mapped before the files match the manifest: Arrow does not
+        # check its data, and a flipped offset can drop rows or crash the process.
+        self._checked_files = check_generation(self.directory, manifest)
         self.table = tables.read(self.directory / tables.EVENTS_FILE, tables.event_schema())
         self.members = tables.read(self.directory / tables.MEMBERS_FILE, tables.member_schema())
+        if self.table.num_rows != manifest.events:
+            raise IndexDamagedError(
+                f"{tables.EVENTS_FILE} holds {self.table.num_rows} rows, the manifest says {manifest.events}"
+            )
         self._fulltext: Any = None
         self._vectors: Any = None
         self._ids: dict[str, int] | None = None
@@ -131,24 +138,33 @@ class IndexView:
             raise NotFoundError("there is no memory index yet", "build it with 'git edda index'")
         try:
             return cls._checked(location, config, manifest, stale, report, embed)
-        except _DAMAGE as exc:
+        except IndexDamagedError as exc:
             if not refresh:
                 raise NotFoundError(
-                    f"the memory index is unreadable ({exc})",
+                    f"the memory index is damaged ({exc})",
                     "rebuild it with 'git edda index --rebuild'",
                 ) from None
-        # A damaged sidecar is never trusted: rebuild it, then read the new one.
+            damage = exc
+        # Files that do not match the manifest are damaged, or were being
+        # replaced by a refresh in another process. A refresh under the builder
+        # lock (so after that one) checks them again and builds anew what is
+        # damaged; should this view still find damage, a full rebuild.
         from gitmem.index.refresh import refresh as run_refresh
         from gitmem.memory.api import Memory
 
-        with Memory(location, config) as mem:
-            report = run_refresh(mem, rebuild=True, embed=embed)
-        manifest = read_manifest(root)
-        if manifest is None:
-            raise NotFoundError(
-                "the memory index could not be rebuilt", "run 'git edda index --rebuild'"
-            )
-        return cls._checked(location, config, manifest, False, report, embed)
+        for rebuild in (False, True):
+            with Memory(location, config) as mem:
+                report = run_refresh(mem, rebuild=rebuild, embed=embed)
+            manifest = read_manifest(root)
+            if manifest is None:
+                continue
+            try:
+                return cls._checked(location, config, manifest, False, report, embed)
+            except IndexDamagedError as exc:
+                damage = exc
+        raise NotFoundError(
+            f"the memory index could not be rebuilt ({damage})", "run 'git edda index --rebuild'"
+        )
 
     @classmethod
     def _checked(
@@ -160,15 +176,18 @@ class IndexView:
         report: RefreshReport | None,
         embed: bool,
     ) -> IndexView:
-        """A view whose tables, full text and (when used) vectors all open."""
+        """A view whose files match the manifest and whose tables, full text
+        and (when used) vectors all open; IndexDamagedError otherwise."""
         view = cls(location, config, manifest, stale=stale, report=report)
         view.fulltext.count()
         if embed and manifest.model:
             from gitmem.index.vectors import VECTORS_FILE
 
-            if not (view.directory / VECTORS_FILE).exists():
-                raise ValueError("vectors.usearch is missing")
+            if VECTORS_FILE not in manifest.files:
+                raise IndexDamagedError(f"{VECTORS_FILE} is missing")
             _ = view.vectors
+        # What was opened is what was checked: no refresh replaced a file meanwhile.
+        unchanged(view.directory, view._checked_files)
         return view
 
     # where ------------------------------------------------------------------------

@@ -149,14 +149,17 @@ def generate() -> dict[str, bytes]:
 
 def _index_formats() -> dict[str, bytes]:
     """The derived sidecar indexes (never the source of truth, but still read back)."""
-    from gitmem.index import fulltext, table, vectors
-    from gitmem.index.refresh import INDEX_DIR, INDEX_VERSION, MANIFEST, Manifest
+    from gitmem.index import fulltext, integrity, table, vectors
+    from gitmem.index.refresh import INDEX_DIR, INDEX_VERSION, MANIFEST, WRITTEN, Manifest
 
     manifest = _schema(
         Manifest,
         "gitmem index manifest",
         f"<git common dir>/edda/{INDEX_DIR}/{MANIFEST}: the memory tips the sidecar "
-        "indexes reflect; written last and atomically. Any other version is rebuilt.",
+        "indexes reflect; written last and atomically. Any other version is rebuilt. "
+        "files: '<size>:<crc32, 8 hex digits>' of every file of the generation, by path "
+        "inside it; checksum: CRC-32 (8 hex digits) of the other fields as canonical JSON "
+        "(sorted keys, no spaces, ASCII). A manifest or a file that does not match is rebuilt.",
     )
 
     def arrow(schema: object) -> list[dict[str, object]]:
@@ -176,6 +179,8 @@ def _index_formats() -> dict[str, bytes]:
             f"g-*/{table.MEMBERS_FILE}": "Arrow IPC file, (ref, commit): which chain reaches which memory commit",
             f"g-*/{fulltext.FULLTEXT_DIR}-<hex>/": "Tantivy index directory",
             f"g-*/{vectors.VECTORS_FILE}": "usearch index: metric cos, dtype i8, key = int(id[:16], 16)",
+            f"g-*/{integrity.STAMP_FILE}": "{path: [dev, inode, size, mtime_ns, ctime_ns, checksum]}: files whose checksum was verified as they are now",
+            f"g-*/{WRITTEN}": "{files, checksum}: the checksums of the files as the last refresh wrote them",
             "embeddings/<model slug>/": "embedding cache: meta.json, digests.<g>.bin (32-byte sha256 of the text), vectors.<g>.f16",
         },
         "events_table": arrow(table.event_schema()),
