@@ -157,7 +157,7 @@ def main() -> int:
         subprocess.run(
             ["git", "commit", "-q", "--allow-empty", "-m", "i"], cwd=repo, env=env, check=True
         )
-        start_us = 1_735_689_600_000_000  # 2025-01-01
+        start_us = 1_704_067_200_000_000  # 2024-01-01: the store and the 100 added later lie in the past
         t = time.perf_counter()
         run_python(GENERATE, str(repo), str(args.events), "1", str(start_us), env=env)
         rows.append(
