@@ -101,7 +101,8 @@ from __future__ import annotations
 import bisect
 import functools
 import re
-from collections.abc import Callable, Iterable
+import sys
+from collections.abc import Callable, Iterable, Iterator
 
 __all__ = [
     "Finding",
@@ -431,6 +432,47 @@ _ON_LOWER = 1  # regex.finditer(lower-cased text); lower-case pattern starting w
 _AT_KEYWORD = 2  # regex.match(lower-cased text, pos) at each secret keyword
 
 
+class _Lazy:
+    """A regex compiled on first use.
+
+    Compiling every regex of this module took about 8 ms of each hook
+    process, while a typical tool call needs a handful of them: detectors
+    are skipped when their literal needles are absent (``_Detector``), and the
+    helpers of the accept functions run only on candidates.
+    """
+
+    __slots__ = ("_flags", "_pattern", "_regex")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self._pattern = pattern
+        self._flags = flags
+        self._regex: re.Pattern[str] | None = None
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        if self._regex is None:
+            self._regex = re.compile(self._pattern, self._flags)
+        return self._regex
+
+    def finditer(self, text: str, pos: int = 0) -> Iterator[re.Match[str]]:
+        return self.regex.finditer(text, pos)
+
+    def match(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        return self.regex.match(text, pos)
+
+    def search(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        return self.regex.search(text, pos, endpos)
+
+    def fullmatch(self, text: str) -> re.Match[str] | None:
+        return self.regex.fullmatch(text)
+
+    def findall(self, text: str) -> list[str]:
+        return self.regex.findall(text)
+
+    def subn(self, repl: str, text: str) -> tuple[str, int]:
+        return self.regex.subn(repl, text)
+
+
 class _Detector:
     """One detector: a compiled regex, how to apply it, and a match validator.
 
@@ -442,13 +484,23 @@ class _Detector:
     positions found once per call by a few literal-prefixed finders.
     """
 
-    __slots__ = ("accept", "mode", "name", "regex")
+    __slots__ = ("accept", "mode", "name", "needles", "regex")
 
-    def __init__(self, name: str, regex: re.Pattern[str], accept: _Accept, mode: int) -> None:
+    def __init__(
+        self,
+        name: str,
+        regex: re.Pattern[str] | _Lazy,
+        accept: _Accept,
+        mode: int,
+        needles: tuple[str, ...] = (),
+    ) -> None:
         self.name = name
         self.regex = regex
         self.accept = accept
         self.mode = mode
+        # Literals one of which every match contains (in the text it runs on):
+        # without them the detector is skipped, and never even compiled.
+        self.needles = needles
 
 
 class _Compiled:
@@ -481,8 +533,9 @@ class _Compiled:
         # token``) has no value after it; skipping it here saves the three
         # key/value regexes a call each.
         end = r"(?![a-z0-9_])(?![ \t]*(?:\r?\n|$))"
+        # (literal every match starts with, finder)
         self.keyword_finders = tuple(
-            re.compile(p + end)
+            (p[:3], _Lazy(p + end))
             for p in (
                 r"pass(?:word|wd|phrase)?",
                 r"pwd",
@@ -496,24 +549,24 @@ class _Compiled:
                 r"key(?<=[a-z_-]key)",
             )
         )
-        self.marker = re.compile(r"\[REDACTED:[A-Za-z0-9_.-]*\]")
-        self.env_name = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
-        self.path = re.compile(r"(?:~|\.{1,2})?/[\w.@+-]*(?:/[\w.@+-]*)*")
-        self.printf = re.compile(r"%(?:\([\w.]+\))?[sdrjv]|%[A-Za-z_]\w*%|\{[\w.]*\}|\?|:\w+")
+        self.marker = _Lazy(r"\[REDACTED:[A-Za-z0-9_.-]*\]")
+        self.env_name = _Lazy(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+        self.path = _Lazy(r"(?:~|\.{1,2})?/[\w.@+-]*(?:/[\w.@+-]*)*")
+        self.printf = _Lazy(r"%(?:\([\w.]+\))?[sdrjv]|%[A-Za-z_]\w*%|\{[\w.]*\}|\?|:\w+")
         ident = r"[A-Za-z_][A-Za-z0-9_]*"
-        self.ident = re.compile(ident)
-        self.dotted = re.compile(ident + r"(?:\." + ident + r")+")
+        self.ident = _Lazy(ident)
+        self.dotted = _Lazy(ident + r"(?:\." + ident + r")+")
         # Attribute paths as people write them (``args.password``); segments
         # with digits inside (``ya29.a0Af3x...``) are random tokens instead.
         name = r"[A-Za-z_][A-Za-z_]*[0-9]{0,2}"
-        self.attr_path = re.compile(name + r"(?:\." + name + r")+")
+        self.attr_path = _Lazy(name + r"(?:\." + name + r")+")
         # CamelCase type names with at least two humps (``RSAPrivateKey``).
-        self.camel_type = re.compile(r"[A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*[A-Z][A-Za-z0-9]*")
-        self.b64_run = re.compile(r"[A-Za-z0-9+/]{16}")
+        self.camel_type = _Lazy(r"[A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*[A-Z][A-Za-z0-9]*")
+        self.b64_run = _Lazy(r"[A-Za-z0-9+/]{16}")
         # Components of snake_case / camelCase / UPPER_CASE identifiers.
-        self.words = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
-        self.consonants = re.compile(r"[b-df-hj-np-tv-xz]{5}")
-        self.tripled = re.compile(r"(.)\1\1")
+        self.words = _Lazy(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+        self.consonants = _Lazy(r"[b-df-hj-np-tv-xz]{5}")
+        self.tripled = _Lazy(r"(.)\1\1")
 
 
 # Regexes only some inputs need, compiled on first use rather than on every
@@ -1059,11 +1112,17 @@ def _build() -> _Compiled:
     """Compile every built-in detector; runs once per process."""
     dets: list[_Detector] = []
 
-    def add(name: str, pattern: str, accept: _Accept, flags: int = 0) -> None:
-        dets.append(_Detector(name, re.compile(pattern, flags), accept, _ON_TEXT))
+    def add(name: str, pattern: str, accept: _Accept, needles: tuple[str, ...]) -> None:
+        dets.append(_Detector(name, _Lazy(pattern), accept, _ON_TEXT, needles))
 
-    def add_lower(name: str, pattern: str, accept: _Accept, mode: int = _ON_LOWER) -> None:
-        dets.append(_Detector(name, re.compile(pattern), accept, mode))
+    def add_lower(
+        name: str,
+        pattern: str,
+        accept: _Accept,
+        mode: int = _ON_LOWER,
+        needles: tuple[str, ...] = (),
+    ) -> None:
+        dets.append(_Detector(name, _Lazy(pattern), accept, mode, needles))
 
     # The order is the last tie-break (same start and length): specific
     # detectors come before the generic key/value ones.
@@ -1078,6 +1137,7 @@ def _build() -> _Compiled:
         r"|(?:(?:\s|\\[nr])+(?:[A-Za-z0-9+/=]{16,}|[A-Za-z0-9+/]{0,15}={1,2}"
         r"|(?:Proc-Type|DEK-Info|Comment|Version|Hash):[^\r\n\\]*))*)",
         _accept_private_key,
+        ("-----BEGIN",),
     )
     # Each token regex starts with a literal and then a look-behind that
     # rejects a prefix glued to a longer word or blob ("task-..." is not
@@ -1087,23 +1147,39 @@ def _build() -> _Compiled:
         "aws-access-key",
         r"A(?<![A-Za-z0-9+/]A)(?:KIA|SIA|BIA|CCA)[A-Z0-9]{16}(?![A-Za-z0-9])",
         _named("aws-access-key"),
+        ("AKIA", "ASIA", "ABIA", "ACCA"),
     )
     add(
         "github-token",
         r"g(?<![A-Za-z0-9_]g)"
         r"(?:h[pousr]_[A-Za-z0-9]{30,251}|ithub_pat_[A-Za-z0-9_]{22,255})(?![A-Za-z0-9_])",
         _named("github-token"),
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     )
     add(
         "gitlab-token",
         r"gl(?<![A-Za-z0-9_-]gl)(?:pat|dt|rt|cbt|ptt|ft|imt|agent|oas|soat|ffct)-"
         r"[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9]{2,})*",
         _named("gitlab-token"),
+        (
+            "glpat-",
+            "gldt-",
+            "glrt-",
+            "glcbt-",
+            "glptt-",
+            "glft-",
+            "glimt-",
+            "glagent-",
+            "gloas-",
+            "glsoat-",
+            "glffct-",
+        ),
     )
     add(
         "gitlab-token",
         r"GR1348941(?<![A-Za-z0-9_-]GR1348941)[A-Za-z0-9_-]{20,}",
         _named("gitlab-token"),
+        ("GR1348941",),
     )
     add(
         # Anthropic and OpenAI keys share one scan for "sk-"; the "ant"
@@ -1112,48 +1188,57 @@ def _build() -> _Compiled:
         r"sk-(?<![A-Za-z0-9_-]sk-)(?:(?P<ant>ant-)[A-Za-z0-9_-]{20,}"
         r"|(?!ant-)(?:(?:proj|svcacct|admin|None)-)?[A-Za-z0-9_-]{20,})",
         _accept_openai,
+        ("sk-",),
     )
     add(
         "slack-token",
         r"x(?<![A-Za-z0-9_-]x)(?:ox[abeoprs]|app)-(?=[A-Za-z0-9-]{10})"
         r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+",
         _named("slack-token"),
+        ("xox", "xapp-"),
     )
     add(
         "slack-webhook",
         r"hooks\.slack\.com/(?<![A-Za-z0-9_]hooks\.slack\.com/)"
         r"(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9_-]+(?:/[A-Za-z0-9_-]+)*)",
         _named("slack-webhook"),
+        ("hooks.slack.com/",),
     )
     add(
         "stripe-key",
         r"_(?:live|test)_[A-Za-z0-9]{10,}(?![A-Za-z0-9])",
         _accept_stripe,
+        ("_live_", "_test_"),
     )
     add(
         "stripe-key",
         r"whsec_(?<![A-Za-z0-9_]whsec_)[A-Za-z0-9]{20,}(?![A-Za-z0-9])",
         _named("stripe-key"),
+        ("whsec_",),
     )
     add(
         "google-api-key",
         r"AIza(?<![A-Za-z0-9_-]AIza)[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])",
         _named("google-api-key"),
+        ("AIza",),
     )
     add(
         "google-oauth-token",
         r"ya29\.(?<![A-Za-z0-9_-]ya29\.)[A-Za-z0-9_-]{20,}",
         _named("google-oauth-token"),
+        ("ya29.",),
     )
     add(
         "npm-token",
         r"npm_(?<![A-Za-z0-9_]npm_)[A-Za-z0-9]{36}(?![A-Za-z0-9])",
         _named("npm-token"),
+        ("npm_",),
     )
     add(
         "huggingface-token",
         r"hf_(?<![A-Za-z0-9_]hf_)[A-Za-z0-9]{30,}(?![A-Za-z0-9])",
         _named("huggingface-token"),
+        ("hf_",),
     )
     add(
         "jwt",
@@ -1162,6 +1247,7 @@ def _build() -> _Compiled:
         # once instead of backtracking through every split.
         r"eyJ(?<![A-Za-z0-9_+/-]eyJ)[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{4,}+\.[A-Za-z0-9_-]*+",
         _named("jwt"),
+        ("eyJ",),
     )
     add(
         "url-credentials",
@@ -1169,6 +1255,7 @@ def _build() -> _Compiled:
         # ends it.  A user part is optional (redis://:pass@host).
         r"://(?P<user>[^\s:/?#@'\"<>\[\]\\]*):(?P<secret>[^\s/?#'\"<>\\]+)@(?=[A-Za-z0-9\[])",
         _accept_url,
+        ("://",),
     )
     add_lower(
         "authorization-header",
@@ -1177,16 +1264,22 @@ def _build() -> _Compiled:
         r"[ \t]+)?"
         r"(?P<secret>[a-z0-9_.~+/=-]+)",
         _accept_authorization,
+        _ON_LOWER,
+        ("authorization",),
     )
     add_lower(
         "bearer-token",
         r"bearer[ \t]+(?P<secret>[a-z0-9_.~+/-]{16,}=*)",
         _accept_bearer,
+        _ON_LOWER,
+        ("bearer",),
     )
     add_lower(
         "cookie",
         r"cookie\\?[\"']?[ \t]*:[ \t]*\\?[\"']?(?P<secret>[^\r\n\"'\\]{1,8192})",
         _accept_cookie,
+        _ON_LOWER,
+        ("cookie",),
     )
     add(
         "cli-password",
@@ -1196,6 +1289,7 @@ def _build() -> _Compiled:
         r"-(?<![^\s'\"]-)(?P<flag>-user|[pua])(?P<sep>=|[ \t]+)?"
         r"(?P<val>'[^'\n]{1,512}'|\"[^\"\n]{1,512}\"|[^\s'\"`|;&<>]{1,512})",
         _accept_cli_password,
+        ("-p", "-u", "-a"),
     )
     add_lower(
         "key-value",
@@ -1279,7 +1373,9 @@ class _Scan:
         if self._keywords is None:
             low, text = self.low, self.text
             found: set[int] = set()
-            for finder in _compiled().keyword_finders:
+            for needle, finder in _compiled().keyword_finders:
+                if needle not in low:
+                    continue
                 for m in finder.finditer(low):
                     s: int | None = m.start()
                     if low.startswith("key", m.start()):
@@ -1362,6 +1458,10 @@ class Scrubber:
         candidates: list[tuple[int, int, int, str]] = []
         for prio, det in enumerate(self._detectors):
             matches: Iterable[re.Match[str]]
+            if det.needles:
+                hay = text if det.mode == _ON_TEXT else scan.low
+                if not any(n in hay for n in det.needles):
+                    continue
             if det.mode == _ON_TEXT:
                 matches = det.regex.finditer(text)
             elif det.mode == _ON_LOWER:
@@ -1483,7 +1583,7 @@ def _dedupe_keys(
     return out
 
 
-def _match_at(regex: re.Pattern[str], low: str, starts: list[int]) -> list[re.Match[str]]:
+def _match_at(regex: re.Pattern[str] | _Lazy, low: str, starts: list[int]) -> list[re.Match[str]]:
     """``regex.match`` at each start, skipping starts inside the previous match.
 
     Like ``finditer``, matches never overlap, which keeps runs such as
