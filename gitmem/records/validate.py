@@ -133,17 +133,12 @@ def branch_problem(name: Any) -> str | None:
     ``//``, control characters, space, ``~ ^ : ? * [ \\``; not starting with
     ``-`` or ``/``; not ending in ``/`` or ``.``; not ``@`` or ``HEAD``.
     """
-    if not isinstance(name, str):
-        return "is not a string"
-    if not name:
-        return "is empty"
-    if len(name.encode("utf-8", "surrogatepass")) > MAX_SCOPE_BYTES:
-        return f"is longer than {MAX_SCOPE_BYTES} bytes"
-    if _has_surrogate(name):
-        return "is not valid UTF-8"
+    why = scope_value_problem(name)  # a string, short, one line, valid UTF-8
+    if why:
+        return why
     if name in ("@", "HEAD") or name.startswith("-"):
         return "is reserved by git"
-    if _has_control(name) or any(c in name for c in " ~^:?*[\\"):
+    if any(c in name for c in " ~^:?*[\\"):
         return "has a character git forbids in branch names"
     if ".." in name or "@{" in name or "//" in name:
         return "has a sequence git forbids in branch names ('..', '@{' or '//')"
@@ -185,7 +180,7 @@ def scope_value_problem(value: Any) -> str | None:
         return "is empty"
     if len(value.encode("utf-8", "surrogatepass")) > MAX_SCOPE_BYTES:
         return f"is longer than {MAX_SCOPE_BYTES} bytes"
-    if _has_surrogate(value):
+    if canonical.has_surrogate(value):
         return "is not valid UTF-8"
     if _has_control(value):
         return "has a control character"
@@ -197,14 +192,6 @@ def capsule_problem(value: Any) -> str | None:
     if not isinstance(value, str) or not _hex(value, 32):
         return "is not an event id (32 lower-case hex digits)"
     return None
-
-
-def _has_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 # -- bodies ------------------------------------------------------------------------
@@ -226,7 +213,7 @@ def json_problems(value: Any, *, what: str = "body", lenient: bool = False) -> l
             if not INT_MIN <= item <= INT_MAX:
                 problems.append(f"{path} is an integer outside the 64-bit range")
         elif isinstance(item, str):
-            if not lenient and _has_surrogate(item):
+            if not lenient and canonical.has_surrogate(item):
                 problems.append(f"{path} is not valid UTF-8 (a lone surrogate)")
         elif isinstance(item, float):
             problems.append(f"{path} is a floating-point number (store integers or strings)")
@@ -246,7 +233,7 @@ def json_problems(value: Any, *, what: str = "body", lenient: bool = False) -> l
                     problems.append(f"{path} has a key longer than {MAX_KEY_BYTES} bytes")
                 elif key.startswith(RESERVED_KEY_PREFIX):
                     problems.append(f"{path} uses the reserved key {shown!r}")
-                elif not lenient and _has_surrogate(key):
+                elif not lenient and canonical.has_surrogate(key):
                     problems.append(f"{path} has a key that is not valid UTF-8")
                 stack.append((sub, f"{path}.{shown}", depth + 1))
         else:

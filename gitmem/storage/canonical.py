@@ -43,7 +43,7 @@ def _check(value: Any, path: str) -> Any:
         return int(value)
     if isinstance(value, str):
         # Lone surrogates (e.g. from surrogateescape'd bytes) are not UTF-8.
-        return value.translate(_SURROGATES) if _has_surrogate(value) else value
+        return value.translate(_SURROGATES) if has_surrogate(value) else value
     if isinstance(value, float):
         raise UsageError(
             f"floating-point number at {path or 'top level'} cannot be stored",
@@ -63,7 +63,8 @@ def _check(value: Any, path: str) -> Any:
     )
 
 
-def _has_surrogate(text: str) -> bool:
+def has_surrogate(text: str) -> bool:
+    """True when ``text`` holds a lone surrogate (it cannot be encoded as UTF-8)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
