@@ -6,7 +6,9 @@ One-line helpers:
 * ``cli(repo, *args)``: run ``git edda`` in a subprocess, returns (exit code, stdout, stderr);
 * ``run_cli(repo, *args)``: the same in this process (much faster; for tests not about processes);
 * ``git(repo, *args)``: run the real git CLI, returns stdout;
-* ``fsck(repo)``: strict ``git fsck`` passes; ``raw_id_counts(repo)``: event ids counted from raw objects.
+* ``fsck(repo)``: strict ``git fsck`` passes; ``raw_id_counts(repo)``: event ids counted from raw objects;
+* ``capture_process(cwd, data)``: the real ``gitmem-capture`` process, data on stdin;
+* ``object_bytes(repo)``: every object git can find in ``repo``, reachable or not (for leaks).
 """
 
 from __future__ import annotations
@@ -125,6 +127,33 @@ def run_cli(repo: Path | str, *args: str, stdin: bytes | None = None) -> tuple[i
     finally:
         sys.stdin = saved
     return code, out_bytes.getvalue().decode(), err_bytes.getvalue().decode()
+
+
+def capture_process(
+    cwd: Path | str,
+    data: bytes | str,
+    *args: str,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run the real ``gitmem-capture`` in ``cwd`` with ``data`` on stdin (bytes out)."""
+    return subprocess.run(
+        [sys.executable, "-m", "gitmem.capture.main", *args],
+        input=data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
+
+
+def object_bytes(repo: Path) -> bytes:
+    """The contents of every object git can find in ``repo`` (reachable or not)."""
+    return subprocess.run(
+        ["git", "cat-file", "--batch-all-objects", "--batch"],
+        cwd=repo,
+        capture_output=True,
+        check=True,
+    ).stdout
 
 
 def ref_tip(repo: Path, ref: str) -> str | None:

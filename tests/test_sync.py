@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import cli, fsck, git, init_repo, raw_id_counts
+from conftest import cli, fsck, git, init_repo, object_bytes, raw_id_counts
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -89,16 +89,6 @@ def payload_blobs(repo: Path, ref: str = "refs/edda/payloads") -> bytes:
                 ["git", "cat-file", "blob", oid], cwd=repo, capture_output=True, check=True
             ).stdout
     return out
-
-
-def object_bytes(repo: Path) -> bytes:
-    """The contents of every object git can find in ``repo`` (reachable or not)."""
-    return subprocess.run(
-        ["git", "cat-file", "--batch-all-objects", "--batch"],
-        cwd=repo,
-        capture_output=True,
-        check=True,
-    ).stdout
 
 
 def shallow_list(repo: Path) -> list[str]:

@@ -16,13 +16,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fsck, git, init_repo, make_repo, run_cli
+from conftest import capture_process, fsck, git, init_repo, make_repo, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -256,12 +255,7 @@ def test_every_case_through_capture(tmp_path: Path) -> None:
     ids=lambda c: c.name,
 )  # fmt: skip
 def test_real_capture_process_gives_one_line_and_exit_2(repo: Path, case: Case) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "gitmem.capture.main", "-C", str(repo)],
-        input=_text(case).encode("utf-8", "surrogatepass"),
-        capture_output=True,
-        timeout=60,
-    )
+    proc = capture_process(repo, _text(case))
     assert proc.returncode == ExitCode.USAGE, proc.stderr
     lines = proc.stderr.decode().strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("gitmem-capture: "), lines
@@ -269,12 +263,7 @@ def test_real_capture_process_gives_one_line_and_exit_2(repo: Path, case: Case) 
 
 
 def test_binary_stdin_is_a_usage_error(repo: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "gitmem.capture.main", "-C", str(repo)],
-        input=b"\xff\xfe\x00garbage\x80",
-        capture_output=True,
-        timeout=60,
-    )
+    proc = capture_process(repo, b"\xff\xfe\x00garbage\x80")
     assert proc.returncode == ExitCode.USAGE and b"not UTF-8" in proc.stderr
 
 

@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import cli, git, init_repo, ref_tip, run_cli
+from conftest import cli, git, init_repo, object_bytes, ref_tip, run_cli
 
 from gitmem.memory.api import Memory
 from gitmem.storage import layout
@@ -62,16 +62,6 @@ def big_text(marker: str) -> str:
     text = f"{marker}\n{filler}{marker}-end"
     assert len(text.encode()) >= layout.ATTACHMENT_MIN_BYTES
     return text
-
-
-def object_bytes(repo: Path) -> bytes:
-    """The contents of every object git can find in ``repo`` (reachable or not)."""
-    return subprocess.run(
-        ["git", "cat-file", "--batch-all-objects", "--batch"],
-        cwd=repo,
-        capture_output=True,
-        check=True,
-    ).stdout
 
 
 def leaks(repo: Path, *markers: str) -> list[str]:

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import cli, git, init_repo, run_cli
+from conftest import capture_process, cli, git, init_repo, run_cli
 
 from gitmem.memory.api import Memory
 
@@ -68,17 +66,10 @@ def test_sha256_repository_with_the_git_cli_backend(sha256_repo: Path) -> None:
 
 
 def test_sha256_repository_refused_by_capture_without_spooling(sha256_repo: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "gitmem.capture.main"],
-        input=json.dumps({"type": "note", "body": {"text": "x"}}),
-        cwd=sha256_repo,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = capture_process(sha256_repo, json.dumps({"type": "note", "body": {"text": "x"}}))
     assert proc.returncode == 2, proc.stderr
-    assert proc.stdout == ""
-    assert len(proc.stderr.splitlines()) == 1 and "sha256" in proc.stderr
+    assert proc.stdout == b""
+    assert len(proc.stderr.splitlines()) == 1 and b"sha256" in proc.stderr
     assert not (sha256_repo / ".git" / "edda").exists()
 
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
-from conftest import run_cli
+from conftest import capture_process, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -108,13 +107,7 @@ def test_secret_in_gitmem_session_is_masked(repo: Path) -> None:
         "GITMEM_SESSION": f"sess-{token}",
         "GITMEM_AGENT": f"xoxb-{'1' * 12}-{'2' * 12}-{'a' * 24}",
     }
-    proc = subprocess.run(
-        [sys.executable, "-m", "gitmem.capture.main", "-C", str(repo)],
-        input=b'{"type": "note", "body": {"text": "x"}}',
-        capture_output=True,
-        env=env,
-        timeout=60,
-    )
+    proc = capture_process(repo, b'{"type": "note", "body": {"text": "x"}}', env=env)
     assert proc.returncode == 0, proc.stderr
     _, out, _ = run_cli(repo, "export")
     assert token not in out and "xoxb-1" not in out
