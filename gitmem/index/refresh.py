@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitmem.errors import ConflictError, IndexDamagedError
+from gitmem.errors import ConflictError, GitmemError, IndexDamagedError
 from gitmem.index import compute as pc
 from gitmem.index import integrity
 from gitmem.index import table as tables
@@ -410,6 +410,10 @@ class _Builder:
                 body, _ = self.ledger.checked_body(tree, envelope)
                 if body is not None:
                     revived.append(_row(envelope, body, row["ref"], row["commit"]))
+        # A payload altered behind gitmem's back under an indexed event: its
+        # text is no longer vouched for, so the row loses it, as Memory's
+        # readers show "payload does not match its envelope".
+        altered = self._altered(state, manifest.payloads, payloads, tree)
         # Redactions: every target of a redaction event loses its text everywhere.
         targets = {r["target"] for r in new_rows if r["type"] == "redaction" and r["target"]}
         targets |= state.redaction_targets()
@@ -423,12 +427,12 @@ class _Builder:
         report.added = len(new_rows)
         report.redacted = len(newly_redacted)
 
-        replaced = [*revived, *newly_redacted]
+        replaced = [*revived, *newly_redacted, *altered]
         state.update_tables(new_rows, replaced, members)
         # The table has its own copy now; what follows needs only the text.
         new_rows = [_text_only(r) for r in new_rows]
         revived = [_text_only(r) for r in revived]
-        lost_text = [r for r in newly_redacted if not r["was_missing"]]
+        lost_text = [r for r in [*newly_redacted, *altered] if not r["was_missing"]]
         if lost_text or state.fulltext is None:
             if lost_text:
                 report.rebuilt.append("fulltext")
@@ -441,6 +445,29 @@ class _Builder:
         self._vectors(state, manifest, report, new_texts=texts, redacted=lost_text)
         self._vouch(state, manifest)
         self._commit(state, manifest, tips, payloads, report)
+
+    def _altered(
+        self, state: _State, before: str | None, after: str | None, tree: str | None
+    ) -> list[dict[str, Any]]:
+        """Rows whose payload bytes changed since the last refresh and no longer
+        match their envelope, remade without a body (the old text kept aside
+        in ``_old_text`` so the full text and vectors drop it)."""
+        if not before or before == after:
+            return []
+        try:
+            old_tree = self.ledger.payload_tree(before)
+            changed = set(self.ledger.changed_payloads(old_tree, tree)) if old_tree else set()
+        except GitmemError:  # the old snapshot was pruned: nothing to compare with
+            return []
+        rows = []
+        for row in state.unredacted_rows(changed):
+            envelope = json.loads(row["envelope"])
+            body, _ = self.ledger.checked_body(tree, envelope)
+            if body is None and not row["missing"]:
+                fresh = _row(envelope, None, row["ref"], row["commit"])
+                fresh.update(_old_text=row["text"], was_missing=False)
+                rows.append(fresh)
+        return rows
 
     def _envelopes(self, commit: str, ref: str) -> Iterator[tuple[dict[str, Any], str, str]]:
         from gitmem.storage.ledger import check_format

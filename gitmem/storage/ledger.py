@@ -391,6 +391,24 @@ class Ledger:
                 if entry.name not in mine:
                     yield entry.name, entry.oid
 
+    def changed_payloads(self, old: str, new: str | None) -> Iterator[str]:
+        """Ids whose payload blob differs between two payload-store trees while
+        present in both. Payloads never change for an id (its envelope pins
+        them), so these were altered behind gitmem's back."""
+        theirs = self.backend.read_path(new, "p") if new else None
+        ours = self.backend.read_path(old, "p")
+        if theirs is None or ours is None or theirs == ours:
+            return
+        old_fans = {e.name: e.oid for e in self.backend.read_tree(ours)}
+        for fan in self.backend.read_tree(theirs):
+            before = old_fans.get(fan.name)
+            if before is None or before == fan.oid:
+                continue
+            was = {e.name: e.oid for e in self.backend.read_tree(before)}
+            for entry in self.backend.read_tree(fan.oid):
+                if was.get(entry.name, entry.oid) != entry.oid:
+                    yield entry.name
+
     def count_events(self, include: Sequence[str], exclude: Sequence[str]) -> int:
         """Events added by commits reachable from ``include`` but not ``exclude``."""
         total = 0

@@ -615,6 +615,11 @@ def test_reader_says_payload_does_not_match_instead_of_printing_it(tmp_path: Pat
         for args in (("show", eid[:12]), ("log",), ("search", "FAKE"), ("export",)):
             code, out, err = run_cli(repo, *args)
             assert code == 0 and "FAKE" not in out, (args, out, err)
+        # nor the text it had before: the store no longer vouches for it
+        _, out, _ = run_cli(repo, "search", "note", "--json")
+        assert eid not in out
+        _, out, _ = run_cli(repo, "show", eid[:12])
+        assert "note 0" not in out and "payload missing" in out, out
     from gitmem.memory.api import Memory
 
     with Memory.open(repo) as mem:
