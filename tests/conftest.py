@@ -3,8 +3,8 @@
 One-line helpers:
 
 * ``make_repo(path, events=N, branches=M)``: a repository with N notes spread over M branches;
-* ``cli(repo, *args)``: run ``git edda`` in a subprocess, returns (exit code, stdout, stderr);
-* ``run_cli(repo, *args)``: the same in this process (much faster; for tests not about processes);
+* ``cli(repo, *args)`` / ``run_cli``: run ``git edda`` in this process, returns (exit code, stdout, stderr);
+* ``cli_process(repo, *args)``: the same in a real subprocess (for tests about the process);
 * ``git(repo, *args)``: run the real git CLI, returns stdout;
 * ``fsck(repo)``: strict ``git fsck`` passes; ``raw_id_counts(repo)``: event ids counted from raw objects;
 * ``capture_process(cwd, data)``: the real ``gitmem-capture`` process, data on stdin;
@@ -95,14 +95,22 @@ def make_repo(path: Path, events: int = 0, branches: int = 1, *, bare: bool = Fa
     return path
 
 
-def cli(repo: Path | str, *args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
-    """Run ``git edda -C repo ARGS`` in a subprocess (real process, real exit code)."""
+def cli_process(
+    repo: Path | str, *args: str, stdin: bytes | None = None
+) -> tuple[int, str, str]:
+    """Run ``git edda ARGS -C repo`` in a subprocess: a real process, a real exit
+    code, ``os._exit`` and all. For tests about the process itself."""
     proc = subprocess.run(
         [sys.executable, "-m", "gitmem.cli.main", *args, "-C", str(repo)],
         input=stdin,
         capture_output=True,
     )
     return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+
+
+def cli(repo: Path | str, *args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
+    """Run ``git edda ARGS -C repo`` (in this process: see :func:`run_cli`)."""
+    return run_cli(repo, *args, stdin=stdin)
 
 
 def run_cli(repo: Path | str, *args: str, stdin: bytes | None = None) -> tuple[int, str, str]:

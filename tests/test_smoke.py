@@ -1,4 +1,4 @@
-from conftest import cli, make_repo
+from conftest import cli_process, make_repo
 
 
 def test_make_repo_spreads_events_over_branches(tmp_path):
@@ -12,7 +12,8 @@ def test_make_repo_spreads_events_over_branches(tmp_path):
 
 
 def test_cli_note_then_log(repo):
-    code, out, err = cli(repo, "note", "hello world")
+    # a real process: the console entry point, its exit code and flushed output
+    code, out, err = cli_process(repo, "note", "hello world")
     assert code == 0, err
-    code, out, _ = cli(repo, "log")
+    code, out, _ = cli_process(repo, "log")
     assert "hello world" in out
