@@ -586,3 +586,23 @@ def test_unicode_samples_survive_a_round_trip(tmp_path: Path) -> None:
         texts = [e.field("tags") for e in mem.events()]
     assert texts == [[s] for s in UNICODE_SAMPLES]
     assert export_bytes(dst) == data
+
+
+def test_branch_export_carries_redactions_made_on_other_branches(tmp_path: Path) -> None:
+    """A branch's bundle imports even when its redacted event was redacted
+    from another branch: the redaction travels with it."""
+    repo = init_repo(tmp_path / "src")
+    with Memory.open(repo) as mem:
+        secret = mem.note("a secret on main")
+    git(repo, "switch", "-q", "-c", "feature")
+    with Memory.open(repo) as mem:
+        mem.redact(secret.id, "leak")  # recorded on feature
+    git(repo, "switch", "-q", "main")
+    bundle = tmp_path / "main.json"
+    code, _, err = cli(repo, "export", "--branch", "main", "--output", str(bundle))
+    assert code == 0, err
+    dst = init_repo(tmp_path / "dst")
+    code, _, err = cli(dst, "import", str(bundle))
+    assert code == 0, err
+    with Memory.open(dst) as mem:
+        assert mem.get(secret.id).redacted

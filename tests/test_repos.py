@@ -46,6 +46,7 @@ def test_bare_repository(tmp_path: Path) -> None:
 
 def test_bare_repository_capture_and_cli_backend(tmp_path: Path) -> None:
     bare = init_repo(tmp_path / "bare.git", bare=True)
+    git(bare, "config", "edda.bareOk", "true")  # capture writes in a bare repository only then
     proc = subprocess.run(
         [sys.executable, "-m", "gitmem.capture.main"],
         input=json.dumps({"type": "note", "body": {"text": "hooked"}, "branch": "main"}),

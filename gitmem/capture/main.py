@@ -21,7 +21,7 @@ import sys
 from gitmem.capture.sealer import Draft, Sealer
 from gitmem.errors import ExitCode, GitmemError, UsageError, exit_code_for
 from gitmem.storage import spool
-from gitmem.storage.gitconfig import get_bool, get_int, read_config
+from gitmem.storage.gitconfig import check_writable, get_bool, get_int, read_config
 from gitmem.storage.locate import locate
 from gitmem.storage.lock import limit_waits
 
@@ -58,14 +58,7 @@ def parse_events(text: str) -> list[Draft]:
         if unknown:
             shown = ", ".join(sorted(repr(k[:40]) for k in unknown)[:5])
             raise UsageError(f"unknown event field(s): {shown}", f"allowed: {', '.join(_FIELDS)}")
-        for name in ("session", "agent", "capsule", "branch"):
-            if name in item and item[name] is not None and not isinstance(item[name], str):
-                raise UsageError(f"event #{n}: '{name}' must be a string")
-        if "time" in item and (not isinstance(item["time"], int) or isinstance(item["time"], bool)):
-            raise UsageError(
-                f"event #{n}: 'time' must be an integer (microseconds since the Unix epoch)",
-                "leave 'time' out to use the clock",
-            )
+        # Field values are checked by the sealer (check_draft), as for every draft.
         kwargs = {k: item[k] for k in _FIELDS if k in item and k != "body"}
         drafts.append(Draft(body=item.get("body", {}), **kwargs))
     return drafts
@@ -108,6 +101,7 @@ def capture(text: str | None, cwd: str | None = None, *, stream: Any = None) -> 
     """
     location = locate(cwd)
     config = read_config(location)
+    check_writable(location, config)
     limit = get_int(config, "edda.maxCaptureBytes", DEFAULT_MAX_CAPTURE_BYTES)
     if text is None:
         text = read_input(stream, limit)

@@ -22,9 +22,9 @@ from gitmem.records.validate import (
     scope_value_problem,
     time_problem,
 )
-from gitmem.storage import clock
+from gitmem.storage import canonical, clock
 from gitmem.storage.envelope import seal
-from gitmem.storage.gitconfig import Config, get_int, repo_scope_id, user_scope_id
+from gitmem.storage.gitconfig import Config, get_int, get_last, repo_scope_id, user_scope_id
 from gitmem.storage.locate import RepoLocation, memory_branch
 
 TYPE_CHECKING = False
@@ -138,7 +138,11 @@ class Sealer:
             ) from None
         self.max_field_bytes = get_int(config, "edda.maxFieldBytes", DEFAULT_MAX_FIELD_BYTES)
         self.limits = Limits.from_config(config)
-        self.repo = self._scope_id("repo", repo_scope_id(location, config), "git config edda.repo")
+        self.repo = self._scope_id(
+            "repo",
+            repo_scope_id(location, config),
+            "git config edda.repo" if get_last(config, "edda.repo") else "the directory name",
+        )
         self.user = self._scope_id("user", user_scope_id(config), "git config user.email")
         self.default_agent = self._scope_id("agent", agent_from_env(), "$GITMEM_AGENT")
         self.default_session = self._scope_id(
@@ -150,7 +154,9 @@ class Sealer:
         refused when it is not a short single-line string."""
         if not value:
             return None
-        value = self.scrubber.scrub(value).text
+        # A name from the file system or the environment may hold bytes that
+        # are not UTF-8 (lone surrogates): stored as U+FFFD, like any string.
+        value = self.scrubber.scrub(canonical.normalize(value)).text
         why = scope_value_problem(value)
         if why:
             raise UsageError(f"the {name} scope id from {source} {why}", f"fix {source}")
@@ -170,7 +176,7 @@ class Sealer:
         default_branch = memory_branch(self.location)
         clocked = [d for d in drafts if d.time is None]
         start = (
-            clock.tick(self.location.state_path, len(clocked), skew_us=self.limits.skew_us)
+            clock.tick(self.location.state_path, len(clocked), now, skew_us=self.limits.skew_us)
             if clocked
             else 0
         )
@@ -199,7 +205,7 @@ class Sealer:
             }
             envelope, _ = seal(draft.type, body, scope=scope, time_us=when, capsule=draft.capsule)
             problems = event_problems(
-                envelope, body, now_us=now, limits=self.limits, known_types_only=True
+                envelope, body, now_us=now, limits=self.limits, known_types_only=True, strict=True
             )
             if problems:
                 where = f"event #{n}" if len(drafts) > 1 else f"the {draft.type} event"

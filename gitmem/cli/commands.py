@@ -86,20 +86,15 @@ def _writer(common: Common) -> Memory:
     """Memory for a command that writes it: in a bare repository only after
     'git edda init --bare-ok' (memory there is usually a mistake: nobody
     works in a bare repository, and its memory would follow no checkout)."""
-    from gitmem.storage.gitconfig import get_bool
+    from gitmem.storage.gitconfig import check_writable
 
     mem = _open(common)
-    if mem.location.is_bare and not get_bool(mem.config, BARE_OK_KEY, False):
+    try:
+        check_writable(mem.location, mem.config)
+    except UsageError:
         mem.close()
-        raise UsageError(
-            f"{mem.location.git_dir} is a bare repository: gitmem does not write memory here"
-            " unless told to",
-            "if this is meant, run 'git edda init --bare-ok' once",
-        )
+        raise
     return mem
-
-
-BARE_OK_KEY = "edda.bareOk"  # git config: writing memory in this bare repository is intended
 
 # Bounds of the numeric options. Results and candidates reach Tantivy and
 # usearch, which abort the process on absurd sizes (a SIGABRT, not an error).
@@ -272,7 +267,7 @@ def init(
 def _allow_bare(mem: Memory, bare_ok: bool) -> None:
     """Refuse to set up a bare repository unless ``bare_ok``; then remember
     the choice (``edda.bareOk``) so that writing commands accept it."""
-    from gitmem.storage.gitconfig import get_bool
+    from gitmem.storage.gitconfig import BARE_OK_KEY, get_bool
     from gitmem.storage.locate import run_git
 
     if get_bool(mem.config, BARE_OK_KEY, False):
@@ -780,15 +775,13 @@ def export_(
     common: Common = DEFAULT_COMMON,
 ) -> Output:
     """Export memory (all branches unless --branch) as a JSON bundle or Parquet."""
-    from gitmem.memory.bundle import export_json, export_parquet
+    from gitmem.memory.bundle import events_to_export, export_json, export_parquet
 
     check_branch("--branch", branch)
     if output is not None:
         _check_output(output)
     with _open(common) as mem:
-        events = (
-            mem.events(branch=branch, trunk="none") if branch else mem.events(all_branches=True)
-        )
+        events = events_to_export(mem, branch)
     if format == "parquet":
         if output is None:
             raise UsageError("--format parquet needs --output FILE")

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from gitmem.errors import ConflictError, DependencyError, UsageError
 from gitmem.memory.event import Event
-from gitmem.records.validate import Limits, event_problems
+from gitmem.records.validate import Limits, branch_problem, event_problems
 from gitmem.storage import canonical, clock
 from gitmem.storage.ledger import Sealed
 
@@ -43,6 +43,26 @@ def export_json(events: Sequence[Event]) -> bytes:
     ]
     head = canonical.encode({"format": BUNDLE_FORMAT, "version": BUNDLE_VERSION})[:-1]
     return head + b',"events":[\n' + b",\n".join(lines) + (b"\n" if lines else b"") + b"]}\n"
+
+
+def events_to_export(memory: Memory, branch: str | None = None) -> list[Event]:
+    """Every event (or ``branch``'s own), plus, for a branch, the redaction
+    events of other branches that redact its events: a bundle carries the
+    redaction of every event it sends without a body, or import refuses it."""
+    from gitmem.memory.query import EventFilter
+
+    if branch is None:
+        return memory.events(all_branches=True)
+    events = memory.events(branch=branch, trunk="none")
+    redacted = {e.id for e in events if e.redacted}
+    if redacted:
+        have = {e.id for e in events}
+        events += [
+            e
+            for e in memory.events(EventFilter(types=["redaction"]), all_branches=True)
+            if e.field("target") in redacted and e.id not in have
+        ]
+    return events
 
 
 def export_parquet(events: Sequence[Event], path: Path) -> None:
@@ -130,6 +150,13 @@ def parse_bundle(
             raise UsageError(f"bundle event #{n} is not a JSON object", "export it again")
         env, body = entry.get("envelope"), entry.get("body")
         problems = event_problems(env, body, now_us=now_us, limits=limits)
+        if not problems and isinstance(env, dict):
+            # An imported event is committed to the chain its branch names,
+            # so here the branch must be one git accepts (unlike in a pull,
+            # where the chain is the remote's ref, checked on its own).
+            branch = env["scope"].get("branch")
+            why = branch_problem(branch) if branch is not None else None
+            problems = [f"field 'scope.branch' {why}"] if why else []
         if problems:
             eid = env.get("id") if isinstance(env, dict) else None
             which = f"{eid[:12]}" if isinstance(eid, str) else f"#{n}"
@@ -137,6 +164,7 @@ def parse_bundle(
                 f"bundle event {which}: {problems[0]}",
                 "the bundle is damaged or was altered; nothing was imported",
             )
+        assert isinstance(env, dict)  # event_problems said so
         if env["type"] == "redaction" and isinstance(body, dict):
             targets.add(body["target"])
     for entry in entries:
@@ -178,12 +206,8 @@ def import_bundle(
             if eid in bundle_ids:
                 continue
             bundle_ids.add(eid)
-            if (
-                env["type"] == "redaction"
-                and isinstance(body, dict)
-                and isinstance(body.get("target"), str)
-            ):
-                removals.append(body["target"])
+            if env["type"] == "redaction" and body is not None:
+                removals.append(body["target"])  # parse_bundle checked its type
             local = existing.get(eid)
             if local is None:
                 new.append(Sealed(env, body))

@@ -35,7 +35,6 @@ secret must still be rotated.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -43,37 +42,17 @@ from typing import TYPE_CHECKING, Any
 
 from gitmem.errors import GitmemError
 from gitmem.storage import files, layout
-from gitmem.storage.ledger import PURGE_LIST, check_format
+from gitmem.storage.ledger import check_format
 from gitmem.storage.locate import RepoLocation, run_git
 from gitmem.storage.objects import ObjectBatch
+from gitmem.storage.purgelist import PURGE_LIST, read_purge_list
 from gitmem.sync.mirrorlock import mirror_lock
 
 if TYPE_CHECKING:
     from gitmem.memory.api import Memory
 
 # A purge-list entry names an object file to delete: anything but a plain
-# object id (SHA-1 or SHA-256 hex) is ignored, never turned into a path.
-_OID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 _REFLOG_BATCH = 200  # refs per 'git reflog expire' call
-
-
-def read_purge_list(state_dir: Path) -> set[str]:
-    """The object ids waiting on the purge list (malformed lines ignored)."""
-    try:
-        text = (state_dir / PURGE_LIST).read_text(encoding="ascii", errors="replace")
-    except FileNotFoundError:
-        return set()
-    return {word for word in text.split() if _OID.fullmatch(word)}
-
-
-def add_to_purge_list(state_dir: Path, oids: Iterable[str]) -> int:
-    """Append the ids not already listed; return how many. Caller holds the writer lock."""
-    listed = read_purge_list(state_dir)
-    new = [oid for oid in dict.fromkeys(oids) if oid not in listed]
-    if new:
-        with open(state_dir / PURGE_LIST, "a", encoding="ascii") as handle:
-            handle.write("".join(f"{oid}\n" for oid in new))
-    return len(new)
 
 
 def purge(memory: Memory) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import re
 from datetime import UTC, datetime
 
 from gitmem.errors import UsageError
+from gitmem.records.validate import MAX_TIME_US
 
 _RELATIVE = re.compile(r"^(\d+)\s*(s|m|h|d|w)$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -13,7 +14,6 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 # The times a user may give: what datetime can show (years 1 to 9999), which
 # also keeps every value inside the 64-bit integers of the index columns.
 MIN_TIME_US = -62_135_596_800_000_000  # 0001-01-01T00:00:00Z
-MAX_TIME_US = 253_402_300_799_999_999  # 9999-12-31T23:59:59.999999Z
 _MAX_DIGITS = 20  # more digits cannot be in range (and int() refuses 4,300)
 
 
@@ -28,7 +28,7 @@ def parse_time(text: str, now_us: int) -> int:
     value = text.strip()
     if value == "now":
         return _in_range(text, now_us)
-    if value.isdigit():
+    if value.isascii() and value.isdigit():  # "²".isdigit() is true, int() refuses it
         return _in_range(text, int(value) if len(value) <= _MAX_DIGITS else MAX_TIME_US + 1)
     match = _RELATIVE.match(value)
     if match:

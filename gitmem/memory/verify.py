@@ -248,9 +248,16 @@ def _verify_chain(
                     Problem(f"envelope unreadable: {_error_text(exc)}", ref, oid, entry.oid)
                 )
                 continue
-            problems = envelope_problems(env)
+            problems = envelope_problems(env, strict=False)
             eid = env.get("id") if isinstance(env, dict) else None
             eid = eid if isinstance(eid, str) else None
+            if not problems:
+                # Rules only new events must meet (spec/storage.md §17): memory
+                # an older gitmem wrote may break them without being damaged.
+                for text in envelope_problems(env):
+                    report.warnings.append(
+                        Problem(f"written before today's rules: {text}", ref, oid, entry.oid, eid)
+                    )
             if not canonical.is_canonical(data):
                 problems.append("envelope is not in canonical encoding")
             if (

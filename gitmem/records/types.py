@@ -29,14 +29,15 @@ class _Body(msgspec.Struct, omit_defaults=True, kw_only=True, forbid_unknown_fie
 # Constraints of spec/storage.md §17, so that formats/ (generated from these
 # Structs) carries them; gitmem.records.validate enforces them on the hot path
 # without msgspec, and tests/boundary/test_validate_rules.py checks they agree.
-_ONE_LINE = r"^[^\x00-\x1f\x7f]+$"
+_ONE_LINE = r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029]+$"
 ScopeId = Annotated[
     str,
     msgspec.Meta(
         min_length=1,
         max_length=256,
         pattern=_ONE_LINE,
-        description="at most 256 UTF-8 bytes, no control characters",
+        # JSON Schema counts characters; the rule (validate.py) is 256 UTF-8 bytes.
+        description="at most 256 UTF-8 bytes (so at most 256 characters), one line",
     ),
 ]
 Hex32 = Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{32}$")]
@@ -53,7 +54,10 @@ class Scope(msgspec.Struct, omit_defaults=True, kw_only=True, forbid_unknown_fie
                 min_length=1,
                 max_length=256,
                 pattern=_ONE_LINE,
-                description="a branch name git accepts (git check-ref-format --branch)",
+                description=(
+                    "at most 256 UTF-8 bytes; a branch name git accepts"
+                    " (git check-ref-format --branch) in events written now"
+                ),
             ),
         ]
         | None

@@ -15,7 +15,7 @@ Standard library only: it runs on the capture hot path.
 from __future__ import annotations
 
 from gitmem.records.names import REQUIRED_FIELDS
-from gitmem.storage import canonical, layout
+from gitmem.storage import canonical, clock, layout
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 # -- limits ------------------------------------------------------------------------
 MIN_TIME_US = 946_684_800_000_000  # 2000-01-01T00:00:00Z: older times are errors
 MAX_TIME_US = 253_402_300_799_999_999  # 9999-12-31T23:59:59Z: the last time readers can print
-DEFAULT_SKEW_S = 86_400  # how far ahead of the local wall clock a time may be
+DEFAULT_SKEW_S = clock.DEFAULT_SKEW_US // 1_000_000  # how far ahead of the wall clock a time may be
 MAX_SCOPE_BYTES = 256  # a scope id (session, agent, user, repo, branch …)
 MAX_KEY_BYTES = 1024  # an object key anywhere in a body
 MAX_DEPTH = 64  # nesting of objects and arrays in a body
@@ -38,7 +38,9 @@ INT_MIN, INT_MAX = -(2**63), 2**63 - 1  # what Arrow, msgspec and git all read
 # process about half a millisecond.
 _LOWER_HEX = frozenset("0123456789abcdef")
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
-_CONTROL = frozenset([*map(chr, range(0x20)), "\x7f"])
+# C0, DEL, C1 and the Unicode line and paragraph separators: a scope id is
+# one line of plain text wherever it is printed.
+_CONTROL = frozenset([*map(chr, range(0x20)), *map(chr, range(0x7F, 0xA0)), "\u2028", "\u2029"])
 
 
 def _hex(text: str, length: int) -> bool:
@@ -150,17 +152,20 @@ def branch_problem(name: Any) -> str | None:
     return None
 
 
-def time_problem(time_us: Any, now_us: int | None, limits: Limits) -> str | None:
+def time_problem(
+    time_us: Any, now_us: int | None, limits: Limits, *, strict: bool = True
+) -> str | None:
     """Why ``time_us`` is not an acceptable event time (None when it is).
 
-    Times before 2000 are errors; with ``now_us``, so are times more than
-    ``limits.skew_us`` ahead of it (a machine whose clock ran ahead, or a
-    forged event that would drag every clone's clock into the future).
+    Times before 2000 are errors for new events (``strict``), before 1970 for
+    any; with ``now_us``, so are times more than ``limits.skew_us`` ahead of it
+    (a machine whose clock ran ahead, or a forged event that would drag every
+    clone's clock into the future).
     """
     if not isinstance(time_us, int) or isinstance(time_us, bool):
         return "is not an integer (microseconds since the Unix epoch)"
-    if time_us < MIN_TIME_US:
-        return "is before the year 2000"
+    if time_us < (MIN_TIME_US if strict else 0):
+        return "is before the year 2000" if strict else "is before 1970"
     if now_us is not None and time_us > now_us + limits.skew_us:
         ahead = (time_us - now_us) // 1_000_000
         return (
@@ -310,7 +315,11 @@ _KIND_WORDS = {
 
 # -- envelopes ---------------------------------------------------------------------
 def envelope_problems(
-    envelope: Any, *, now_us: int | None = None, limits: Limits | None = None
+    envelope: Any,
+    *,
+    now_us: int | None = None,
+    limits: Limits | None = None,
+    strict: bool = True,
 ) -> list[str]:
     """Problems of a decoded envelope (empty when it is sound).
 
@@ -318,6 +327,13 @@ def envelope_problems(
     time bounds (the upper one only with ``now_us``), the payload reference and
     that ``id`` re-derives from the content. Unknown fields are allowed (a
     newer gitmem may add them) but must be bounded JSON.
+
+    ``strict`` (capture: events written now) adds the rules only new events
+    must meet: a time after 2000, a branch git accepts, a capsule that is an
+    event id. Memory that already exists (pulled, imported, spooled, verified)
+    may predate them, and breaks no reader without them, so they are not
+    applied there: otherwise a value an older gitmem let in would refuse
+    every pull from that remote for good.
     """
     limits = limits or Limits()
     if not isinstance(envelope, dict):
@@ -341,18 +357,19 @@ def envelope_problems(
         problems.append("field 'id' is not 32 lower-case hex digits")
     if not _name(envelope["type"], 64):
         problems.append("field 'type' is not an event type name (a-z, 0-9, _)")
-    why = time_problem(envelope["time"], now_us, limits)
+    why = time_problem(envelope["time"], now_us, limits, strict=strict)
     if why:
         problems.append(f"field 'time' {why}")
     for key, value in envelope["scope"].items():
         if not isinstance(key, str) or not _name(key, 32):
             problems.append("field 'scope' has a malformed key")
             continue
-        why = branch_problem(value) if key == "branch" else scope_value_problem(value)
+        why = branch_problem(value) if key == "branch" and strict else scope_value_problem(value)
         if why:
             problems.append(f"field 'scope.{key}' {why}")
     if "capsule" in envelope:
-        why = capsule_problem(envelope["capsule"])
+        capsule = envelope["capsule"]
+        why = capsule_problem(capsule) if strict else scope_value_problem(capsule)
         if why:
             problems.append(f"field 'capsule' {why}")
     payload = envelope["payload"]
@@ -391,6 +408,7 @@ def event_problems(
     now_us: int | None = None,
     limits: Limits | None = None,
     known_types_only: bool = False,
+    strict: bool = False,
 ) -> list[str]:
     """Everything wrong with an event arriving from outside (empty when it is valid).
 
@@ -400,7 +418,7 @@ def event_problems(
     ``known_types_only`` refuses types this gitmem does not know (capture
     writes only known types; pulls and imports keep a newer gitmem's types).
     """
-    problems = envelope_problems(envelope, now_us=now_us, limits=limits)
+    problems = envelope_problems(envelope, now_us=now_us, limits=limits, strict=strict)
     if problems:
         return problems
     if known_types_only and envelope["type"] not in REQUIRED_FIELDS:

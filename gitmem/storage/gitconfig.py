@@ -95,3 +95,19 @@ def repo_scope_id(location: RepoLocation, config: Config) -> str:
 def user_scope_id(config: Config) -> str | None:
     """The user scope id: ``user.email``, else ``user.name``."""
     return get_last(config, "user.email") or get_last(config, "user.name")
+
+
+BARE_OK_KEY = "edda.bareOk"  # writing memory in this bare repository is intended
+
+
+def check_writable(location: RepoLocation, config: Config) -> None:
+    """Refuse to write memory into a bare repository unless ``edda.bareOk``
+    (set by ``git edda init --bare-ok``): nobody works in a bare repository,
+    so memory there is usually a mistake and would follow no checkout. The
+    CLI's writing commands and ``gitmem-capture`` ask the same question."""
+    if location.is_bare and not get_bool(config, BARE_OK_KEY, False):
+        raise UsageError(
+            f"{location.git_path} is a bare repository: gitmem does not write memory here"
+            " unless told to",
+            "if this is meant, run 'git edda init --bare-ok' once",
+        )

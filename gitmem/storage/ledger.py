@@ -25,9 +25,9 @@ from gitmem.storage.backends.base import (
 from gitmem.storage.locate import RepoLocation
 from gitmem.storage.lock import writer_lock
 from gitmem.storage.objects import ObjectBatch
+from gitmem.storage.purgelist import add_to_purge_list
 
 MAX_EVENTS_PER_FLUSH = 5000
-PURGE_LIST = "purge-list"  # blob ids of removed payloads, for purge()
 
 
 @dataclass(frozen=True)
@@ -180,8 +180,7 @@ class Ledger:
 
             transact(self.backend, [layout.PAYLOAD_REF], build_removal)
             if removed_blobs:
-                with open(self.state_dir / PURGE_LIST, "a", encoding="ascii") as handle:
-                    handle.write("".join(f"{oid}\n" for oid in removed_blobs))
+                add_to_purge_list(self.state_dir, removed_blobs)
         return {ref: made[ref] for ref in groups}
 
     def _write(self, batch: ObjectBatch) -> None:
@@ -366,8 +365,7 @@ class Ledger:
 
         transact(self.backend, [layout.PAYLOAD_REF], build)
         if removed_blobs:
-            with open(self.state_dir / PURGE_LIST, "a", encoding="ascii") as handle:
-                handle.write("".join(f"{oid}\n" for oid in removed_blobs))
+            add_to_purge_list(self.state_dir, removed_blobs)
         return counts[0], counts[1]
 
     def missing_payloads(self, root: str | None, other: str | None) -> Iterator[tuple[str, str]]:

@@ -74,7 +74,7 @@ def check_fetched(memory: Memory, mirror: dict[str, str], remote: str, limits: L
             info = backend.read_commit(tip)
         except GitmemError as exc:
             raise _refuse(remote, f"ref {ref} ({tip})", exc.message) from None
-        check_format(info.message, f"memory ref {ref} on {remote}")
+        _newer_format(info.message, f"memory ref {ref} on {remote}")
 
     chains = {ref: tip for ref, tip in mirror.items() if layout.is_chain_ref(ref)}
     local = ledger.memory_refs()
@@ -87,7 +87,7 @@ def check_fetched(memory: Memory, mirror: dict[str, str], remote: str, limits: L
             info = backend.read_commit(oid)
         except GitmemError as exc:
             raise _refuse(remote, what, exc.message) from None
-        check_format(info.message, f"fetched memory commit {oid}")
+        _newer_format(info.message, f"fetched memory commit {oid}")
         shape, entries = commit_problems(backend, oid, info)
         if shape:
             raise _refuse(remote, what, shape[0][0])
@@ -133,6 +133,15 @@ def check_fetched(memory: Memory, mirror: dict[str, str], remote: str, limits: L
     return result
 
 
+def _newer_format(message: str, where: str) -> None:
+    """FormatTooNewError (exit 6, "upgrade gitmem") only for a readable, higher
+    ``Edda-Format``: a missing or unreadable one is a shape problem that
+    :func:`commit_problems` refuses (exit 4), never a reason to upgrade."""
+    fmt = layout.parse_trailers(message).get(layout.FORMAT_TRAILER)
+    if fmt is not None and fmt.isascii() and fmt.isdigit():
+        check_format(message, where)
+
+
 def _payload_tree(memory: Memory, tip: str | None, remote: str) -> str | None:
     """The fetched payload store's tree, after checking its shape."""
     if tip is None:
@@ -143,6 +152,9 @@ def _payload_tree(memory: Memory, tip: str | None, remote: str) -> str | None:
         info = backend.read_commit(tip)
         if info.parents:
             raise _refuse(remote, what, "it has parents (it must be a snapshot)")
+        fmt = layout.parse_trailers(info.message).get(layout.FORMAT_TRAILER)
+        if fmt is None or not (fmt.isascii() and fmt.isdigit()):
+            raise _refuse(remote, what, "it has no readable Edda-Format trailer")
         for entry in backend.read_tree(info.tree):
             if entry.name not in ("p", "b") or entry.mode != layout.MODE_TREE:
                 raise _refuse(remote, what, f"unexpected entry {entry.name!r}")

@@ -24,10 +24,10 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gitmem.errors import ConflictError, GitmemError
-from gitmem.memory.purge import add_to_purge_list
 from gitmem.records.validate import Limits
 from gitmem.storage import canonical, clock, layout
 from gitmem.storage.locate import run_git
+from gitmem.storage.purgelist import add_to_purge_list
 from gitmem.sync import shallow, transport
 from gitmem.sync.incoming import check_fetched
 from gitmem.sync.mirrorlock import mirror_lock

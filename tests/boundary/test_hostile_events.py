@@ -72,7 +72,7 @@ GOOD_BRANCHES = ["feature/x", "ünïcödé", "a%b", "a.b", "x@y", "release-1.2",
 CASES: list[Case] = [
     # scope values of every wrong type, in every scope field
     *(
-        Case(f"{field} is {label}", note(**{field: value}), "must be a string")
+        Case(f"{field} is {label}", note(**{field: value}), "is not a")
         for field in ("session", "agent", "capsule", "branch")
         for label, value in BAD_TYPES
     ),
@@ -95,10 +95,10 @@ CASES: list[Case] = [
     Case("branch null (detached)", note(branch=None)),
     Case("branch secret", note(branch="fix-" + GHP), "looks like a secret"),
     # times
-    Case("time now", note(time="now"), "must be an integer"),
-    Case("time float", note(time=1.5), "must be an integer"),
-    Case("time true", note(time=True), "must be an integer"),
-    Case("time float 1e25", note(time=1e25), "must be an integer"),
+    Case("time now", note(time="now"), "not an integer"),
+    Case("time float", note(time=1.5), "not an integer"),
+    Case("time true", note(time=True), "not an integer"),
+    Case("time float 1e25", note(time=1e25), "not an integer"),
     Case("time 10**25", note(time=10**25), "ahead of this machine's clock"),
     Case("time negative", note(time=-1), "before the year 2000"),
     Case("time zero", note(time=0), "before the year 2000"),
@@ -312,17 +312,26 @@ SEALED_CASES: list[tuple[str, Any, str | None]] = [
     ("scope.agent list", lambda: sealed(scope__agent=[]), "scope.agent"),
     ("scope.user int", lambda: sealed(scope__user=7), "scope.user"),
     ("scope.branch int", lambda: sealed(scope__branch=7), "scope.branch"),
+    # Rules only new events must meet (time after 2000, git branch names,
+    # capsule ids) are not applied to memory that exists already: an older
+    # gitmem may have written it, and it breaks no reader.
+    # (but an imported event lands on the chain its branch names: that one
+    # must be a branch git accepts)
     ("scope.branch a..b", lambda: sealed(scope__branch="a..b"), "scope.branch"),
     ("scope.branch foo.lock", lambda: sealed(scope__branch="foo.lock"), "scope.branch"),
+    ("scope.branch newline", lambda: sealed(scope__branch="a\nb"), "scope.branch"),
+    ("scope.session line separator", lambda: sealed(scope__session="a\u2028b"), "scope.session"),
+    ("time 1990 kept", lambda: sealed(time=631_152_000_000_000), None),
     ("scope.session 5 MB", lambda: sealed(scope__session="s" * 5_000_000), "scope.session"),
     ("scope unknown key ok", lambda: sealed(scope__team="core"), None),
     ("scope bad key", lambda: sealed(scope__Team="core"), "malformed key"),
     ("capsule list", lambda: sealed(capsule=["a"]), "capsule"),
-    ("capsule not hex", lambda: sealed(capsule="zz"), "capsule"),
+    ("capsule not hex kept", lambda: sealed(capsule="zz"), None),
+    ("capsule empty", lambda: sealed(capsule=""), "capsule"),
     ("time float", lambda: sealed(time=1.5), "time"),
     ("time true", lambda: sealed(time=True), "time"),
     ("time 10**25", lambda: sealed(time=10**25), "ahead"),
-    ("time negative", lambda: sealed(time=-5), "before the year 2000"),
+    ("time negative", lambda: sealed(time=-5), "before 1970"),
     ("time year 9000", lambda: sealed(time=221_845_392_000_000_000), "ahead"),
     ("time two days ahead", lambda: sealed(time=NOW + 2 * DAY), "ahead"),
     ("v zero", lambda: sealed(v=0), "'v'"),
@@ -524,6 +533,10 @@ def _remote_case(name: str, tmp: Path) -> Path:
         init_repo(tmp, bare=True)
         write_objects(tmp, batch)
         return forge_remote(tmp, [env], ok_payloads, extra_root=[("src", layout.MODE_TREE, extra)])
+    if name == "format trailer unreadable":
+        return forge_remote(
+            tmp, [env], ok_payloads, message="x\n\nEdda-Format: x\nEdda-Events: 1\n"
+        )
     if name == "count trailer lies":
         return forge_remote(
             tmp, [env], ok_payloads, message="x\n\nEdda-Format: 1\nEdda-Events: 7\n"
@@ -547,6 +560,7 @@ REMOTE_CASES = [
     "branch ref not a valid name",
     "tree holds more than events",
     "count trailer lies",
+    "format trailer unreadable",
 ]
 
 
@@ -718,3 +732,24 @@ def test_memory_written_before_these_rules_stays_readable(tmp_path: Path) -> Non
         assert code == 0, (args, err)
     code, out, _ = run_cli(repo, "verify")
     assert code == ExitCode.VERIFY_FAILED and "scope.session" in out
+
+
+def test_pull_accepts_what_an_older_gitmem_wrote(tmp_path: Path) -> None:
+    """Rules only new events must meet do not refuse existing memory: a time
+    before 2000 and a capsule that is not an event id arrive, and verify warns."""
+    old = sealed({"text": "from an older gitmem"}, time=631_152_000_000_000, capsule="abc")
+    remote = forge_remote(
+        tmp_path / "remote.git",
+        [envelope_bytes(old)],
+        {old["envelope"]["id"]: body_bytes(old["body"])},
+    )
+    repo = make_repo(tmp_path / "repo", events=1)
+    git(repo, "remote", "add", "origin", str(remote))
+    code, _, err = run_cli(repo, "pull", "origin")
+    assert code == 0, err
+    code, out, _ = run_cli(repo, "log", "--json")
+    assert old["envelope"]["id"] in out
+    readers_work(repo, {old["envelope"]["id"]})
+    code, out, _ = run_cli(repo, "verify", "--json")
+    report = json.loads(out)
+    assert code == 0 and any("before today's rules" in w["message"] for w in report["warnings"])

@@ -131,6 +131,17 @@ def test_bare_repository_refuses_writes_without_bare_ok(
     assert git(bare, "for-each-ref", "refs/edda/") == ""
 
 
+def test_bare_repository_capture_asks_the_same_question(tmp_path: Path) -> None:
+    bare = init_repo(tmp_path / "bare.git", bare=True)
+    event = json.dumps({"type": "note", "body": {"text": "x"}, "branch": "main"})
+    proc = capture_process(bare, event)
+    assert proc.returncode == 2 and b"--bare-ok" in proc.stderr, proc.stderr
+    assert not (bare / "edda" / "spool").exists()
+    git(bare, "config", "edda.bareOk", "true")
+    proc = capture_process(bare, event)
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_bare_repository_still_works_through_the_library_and_reads(tmp_path: Path) -> None:
     """Sync pushes into bare remotes and tests use bare repositories: the
     library and read-only commands are not affected."""
