@@ -44,9 +44,9 @@ from gitmem.errors import GitmemError
 from gitmem.storage import files, layout
 from gitmem.storage.ledger import check_format
 from gitmem.storage.locate import RepoLocation, run_git
+from gitmem.storage.lock import mirror_lock
 from gitmem.storage.objects import ObjectBatch
 from gitmem.storage.purgelist import PURGE_LIST, read_purge_list
-from gitmem.sync.mirrorlock import mirror_lock
 
 if TYPE_CHECKING:
     from gitmem.memory.api import Memory

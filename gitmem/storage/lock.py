@@ -26,6 +26,10 @@ from gitmem.errors import ConflictError
 
 LOCK_FILE = "lock"
 WRITER_TIMEOUT = 120.0  # a command waits this long for another writer (big flushes, imports)
+MIRROR_LOCK_FILE = "mirror-lock"
+# A sync round waits for a gc's repack, a gc for a round's fetch and push:
+# both can take minutes on a big repository or a slow network.
+MIRROR_TIMEOUT = 600.0
 
 # (lock path, thread) -> depth. flock is not re-entrant across file
 # descriptors: a thread that holds the lock and reaches code that takes it
@@ -81,6 +85,23 @@ def writer_lock(
     return WriterLock(state_dir, timeout, what)
 
 
+def mirror_lock(state_dir: str | os.PathLike[str], timeout: float = MIRROR_TIMEOUT) -> WriterLock:
+    """The mirror lock (``<common dir>/edda/mirror-lock``): sync's transfers and
+    ``gc`` never overlap.
+
+    Sync writes the remote mirror refs (``refs/edda-remotes/<remote>/…``)
+    outside the writer lock: the fetch that sets them and the update after a
+    push involve the network, and holding the writer lock that long would
+    stall every local write. ``gc`` rewrites mirror refs and deletes objects.
+    Overlapping, a fetch could point a mirror at a payload snapshot whose
+    redacted blob ``gc`` had just judged unreachable and deleted. So a sync
+    round holds this lock from its fetch to its last mirror update, and
+    ``gc`` throughout. Lock order: this one first, then the writer lock.
+    Neither capture nor the git hooks take it (hooks only start a push).
+    """
+    return WriterLock(state_dir, timeout, "memory sync/gc lock", MIRROR_LOCK_FILE)
+
+
 class WriterLock:
     """The context manager :func:`writer_lock` returns. (A class rather than
     ``contextlib.contextmanager``: this module is on the capture hot path,
@@ -88,9 +109,11 @@ class WriterLock:
 
     __slots__ = ("fd", "key", "path", "timeout", "what")
 
-    def __init__(self, state_dir: str | os.PathLike[str], timeout: float, what: str) -> None:
+    def __init__(
+        self, state_dir: str | os.PathLike[str], timeout: float, what: str, name: str = LOCK_FILE
+    ) -> None:
         os.makedirs(state_dir, exist_ok=True)
-        self.path = os.path.realpath(os.path.join(state_dir, LOCK_FILE))
+        self.path = os.path.realpath(os.path.join(state_dir, name))
         self.timeout = timeout
         self.what = what
         self.key = (self.path, 0)

@@ -27,10 +27,10 @@ from gitmem.errors import ConflictError, GitmemError
 from gitmem.records.validate import Limits
 from gitmem.storage import canonical, clock, layout
 from gitmem.storage.locate import run_git
+from gitmem.storage.lock import mirror_lock
 from gitmem.storage.purgelist import add_to_purge_list
 from gitmem.sync import shallow, transport
 from gitmem.sync.incoming import check_fetched
-from gitmem.sync.mirrorlock import mirror_lock
 
 if TYPE_CHECKING:
     from gitmem.memory.api import Memory, MergeResult
@@ -103,7 +103,7 @@ def sync(
     for attempt in range(1, attempts + 1):
         report.attempts = attempt
         # From the fetch to the last mirror update: purge must not delete a
-        # blob that a mirror is about to point at (see gitmem.sync.mirrorlock).
+        # blob that a mirror is about to point at (see gitmem.storage.lock.mirror_lock).
         with mirror_lock(memory.location.state_dir):
             transport.fetch(memory.location, target, prompt=prompt)
             if shallow.truncated_memory(memory.location, memory.backend):
