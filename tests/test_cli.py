@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import cli, git, init_repo
+from conftest import cli, git, init_repo, run_cli
 
 COMMANDS = [
     "init",
@@ -161,7 +161,7 @@ def test_log_text_output_is_one_line_per_event(repo):
         (["show", "zz"], 2, "is not an event id"),
         (["show", "abcdef12"], 3, "no event with id"),
         (["nosuchcommand"], 2, "usage error"),
-        (["note"], 2, "usage error"),
+        (["note"], 2, "the note has no text"),
         (["log", "--type", "nope"], 2, "unknown event type"),
         (["log", "--since", "yesterday-ish"], 2, "cannot read the time"),
         (["ratify", "0000"], 3, "no event"),
@@ -263,3 +263,41 @@ def test_output_arrives_whole_from_a_buffered_process(tmp_path, events):
         assert run(args) == 0
     assert proc.stdout == buffer.getvalue()
     assert len(json.loads(proc.stdout)) == events
+
+
+def test_global_options_go_before_the_command_too(repo: Path) -> None:
+    """As with git: `git edda -C PATH --json status`."""
+    from gitmem.cli.main import run
+
+    code, out, err = run_cli(repo, "note", "placed before")
+    assert code == 0, err
+    for argv in (
+        ["-C", str(repo), "status", "--json"],
+        ["--json", "-C", str(repo), "status"],
+        [f"--repo={repo}", "--json", "log"],
+    ):
+        assert run(argv) == 0, argv
+
+
+def test_note_text_sources_and_messages(repo: Path, tmp_path: Path) -> None:
+    long_text = "x" * 200_000  # longer than one argument may be on Linux (128 KiB)
+    (tmp_path / "note.txt").write_text(long_text)
+    for args, stdin, text in (
+        (("-m", "from -m"), None, "from -m"),
+        (("-F", str(tmp_path / "note.txt")), None, long_text),
+        (("-",), b"from stdin\n", "from stdin\n"),
+        (("-F", "-"), b"from stdin too", "from stdin too"),
+    ):
+        code, out, err = run_cli(repo, "note", *args, "--json", stdin=stdin)
+        assert code == 0, (args, err)
+        assert json.loads(out)["body"]["text"] == text
+    for args, message in (
+        ((), "the note has no text"),
+        (("",), "the note is empty"),
+        (("   ",), "the note is empty"),
+        (("a", "b"), "unexpected argument(s): b"),
+        (("a", "-m", "b"), "give the note once"),
+    ):
+        code, out, err = run_cli(repo, "note", *args)
+        assert code == 2, (args, out, err)
+        assert message in err and len(err.strip().splitlines()) == 1, err

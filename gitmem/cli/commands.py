@@ -96,6 +96,7 @@ def _writer(common: Common) -> Memory:
         raise
     return mem
 
+
 # Bounds of the numeric options. Results and candidates reach Tantivy and
 # usearch, which abort the process on absurd sizes (a SIGABRT, not an error).
 MAX_RESULTS = 10_000  # search --limit
@@ -385,18 +386,60 @@ def branches(*, common: Common = DEFAULT_COMMON) -> Output:
 
 @app.command
 def note(
-    text: str,
+    text: Annotated[str | None, Parameter(allow_leading_hyphen=True)] = None,
     *,
+    message: Annotated[str | None, Parameter(name=["--message", "-m"])] = None,
+    file: Annotated[
+        Path | None, Parameter(name=["--file", "-F"], allow_leading_hyphen=True)
+    ] = None,
     tag: list[str] | None = None,
     path: list[str] | None = None,
     who: Who = DEFAULT_WHO,
     common: Common = DEFAULT_COMMON,
 ) -> Output:
-    """Record a note."""
+    """Record a note: TEXT, -m TEXT, -F FILE, or - (or -F -) to read standard input.
+
+    Parameters
+    ----------
+    text
+        The note ('-' reads it from standard input).
+    message
+        The note, as with git commit -m.
+    file
+        Read the note from this file ('-': standard input); for long text.
+    tag
+        A tag (repeatable).
+    path
+        A file the note is about (repeatable).
+    """
+    body = note_text(text, message, file)
     with _writer(common) as mem:
         return _written(
-            mem.note(text, tags=tag or [], paths=path or [], **who.kwargs(mem)), "noted"
+            mem.note(body, tags=tag or [], paths=path or [], **who.kwargs(mem)), "noted"
         )
+
+
+def note_text(text: str | None, message: str | None, file: Path | None) -> str:
+    """The text of a note from exactly one of its sources, refused when empty."""
+    given = [s for s in (text, message, file) if s is not None]
+    if len(given) != 1:
+        raise UsageError(
+            "give the note once: as TEXT, with -m TEXT, or with -F FILE"
+            if given
+            else "the note has no text",
+            'git edda note "what you learnt" (or -F FILE, or - to read standard input)',
+        )
+    if file is not None or text == "-":
+        data = sys.stdin.buffer.read() if file is None or str(file) == "-" else _read(file)
+        try:
+            body = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise UsageError("the note is not UTF-8 text") from None
+    else:
+        body = str(given[0])
+    if not body.strip():
+        raise UsageError("the note is empty", 'git edda note "what you learnt"')
+    return body
 
 
 @app.command

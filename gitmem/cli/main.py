@@ -69,19 +69,56 @@ def _log_internal_error(exc: BaseException, argv: Sequence[str]) -> str | None:
         return None
 
 
+# Options every command takes, which git users put before the command too
+# (``git edda -C ../other status``, like ``git -C ../other status``).
+_GLOBAL_WITH_VALUE = ("-C", "--repo")
+_GLOBAL_FLAGS = ("--json",)
+
+
+def hoist_global_options(argv: Sequence[str]) -> list[str]:
+    """Move global options given before the command to after it, where every
+    command declares them: ``-C PATH --json status`` -> ``status -C PATH --json``."""
+    args = list(argv)
+    moved: list[str] = []
+    while args:
+        first = args[0]
+        if first in _GLOBAL_WITH_VALUE and len(args) > 1:
+            moved += args[:2]
+            del args[:2]
+        elif first in _GLOBAL_FLAGS or first.startswith("--repo="):
+            moved.append(args.pop(0))
+        else:
+            break
+    return args + moved
+
+
+def _usage_message(exc: Exception) -> str:
+    """A cyclopts error in git's words where it has a common one."""
+    from cyclopts import MissingArgumentError, UnusedCliTokensError
+
+    if isinstance(exc, UnusedCliTokensError):
+        extra = " ".join(str(t) for t in getattr(exc, "unused_tokens", []) or [])
+        if extra:
+            return f"unexpected argument(s): {extra} (quote text that has spaces)"
+    if isinstance(exc, MissingArgumentError):
+        return " ".join(str(exc).split()).replace("requires an argument", "needs a value")
+    return " ".join(str(exc).split())
+
+
 def run(argv: Sequence[str]) -> int:
     """Run ``git edda`` with ``argv``; return the exit code."""
     from cyclopts import CycloptsError
 
     from gitmem.cli.commands import Output, app
 
+    argv = hoist_global_options(argv)
     want_json = "--json" in argv
     try:
         result = app(
             list(argv), exit_on_error=False, print_error=False, result_action="return_value"
         )
     except CycloptsError as exc:
-        message = " ".join(str(exc).split())
+        message = _usage_message(exc)
         print(f"git edda: usage error: {message} (see 'git edda --help')", file=sys.stderr)
         return int(ExitCode.USAGE)
     except GitmemError as exc:
