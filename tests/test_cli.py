@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import cli, git, init_repo, run_cli
@@ -269,7 +271,7 @@ def test_global_options_go_before_the_command_too(repo: Path) -> None:
     """As with git: `git edda -C PATH --json status`."""
     from gitmem.cli.main import run
 
-    code, out, err = run_cli(repo, "note", "placed before")
+    code, _, err = run_cli(repo, "note", "placed before")
     assert code == 0, err
     for argv in (
         ["-C", str(repo), "status", "--json"],
@@ -301,3 +303,36 @@ def test_note_text_sources_and_messages(repo: Path, tmp_path: Path) -> None:
         code, out, err = run_cli(repo, "note", *args)
         assert code == 2, (args, out, err)
         assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_state_changing_commands_refuse_what_would_change_nothing_or_mislead(repo: Path) -> None:
+    """Issue 11, item 4: a past expiry, an empty checkpoint, ratifying or
+    pinning a superseded decision give errors; ratifying twice, pinning twice
+    and unpinning what is not pinned write nothing and say so."""
+
+    def ok(*args: str) -> Any:
+        code, out, err = run_cli(repo, *args, "--json")
+        assert code == 0, (args, err)
+        return json.loads(out)
+
+    def refused(*args: str, needle: str) -> None:
+        code, out, err = run_cli(repo, *args)
+        assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, (args, out, err)
+
+    old = ok("decide", "db.pool", "10", "--agent", "claude")["id"]
+    new = ok("decide", "db.pool", "20", "--agent", "claude")["id"]
+    events = len(ok("log", "--all-branches"))
+    refused("ratify", old, needle="superseded by " + new[:12])
+    refused("pin", old, needle="superseded by " + new[:12])
+    refused("pin", new, "--expires", "2020-01-01", needle="in the past")
+    refused("checkpoint", needle="empty checkpoint")
+    refused("checkpoint", "--next", "  ", needle="empty checkpoint")
+    assert len(ok("log", "--all-branches")) == events  # nothing was written
+
+    assert ok("ratify", new)["id"] != new
+    assert ok("ratify", new)["unchanged"].startswith("already ratified")
+    assert ok("unpin", new)["unchanged"] == "not pinned"
+    ok("pin", new)
+    assert ok("pin", new)["unchanged"] == "already pinned"
+    ok("unpin", new)
+    assert len(ok("log", "--all-branches")) == events + 3  # ratify, pin, unpin

@@ -761,19 +761,22 @@ def test_status_pins_decide_ratify_read_the_index_as_memory_would(tmp_path: Path
         assert mem.get(json.loads(out)["id"]).field("supersedes") == first.id
         # the library's own lookup agrees, and a key never decided supersedes nothing
         assert mem.decide("db.pool", "20").field("supersedes") is None
-        assert mem.decide("db.engine", "sqlite").field("supersedes") == json.loads(out)["id"]
+        latest = mem.decide("db.engine", "sqlite")
+        assert latest.field("supersedes") == json.loads(out)["id"]
         capsule = mem.open_capsule("workflow", "migrate")
         mem.note("inside the capsule", capsule=capsule.id)
 
     # ratify, pin and unpin resolve their id prefix through the index
-    code, out, err = cli(repo, "ratify", first.id[:8], "--json")
+    code, _out, err = cli(repo, "ratify", first.id[:8])
+    assert code == 2 and "superseded" in err  # only the active decision can be ratified
+    code, out, err = cli(repo, "ratify", latest.id[:8], "--json")
     assert code == 0, err
     code, _out, err = cli(repo, "ratify", kept.id[:8])
     assert code != 0 and "not a decision" in err
     assert cli(repo, "pin", "summary:" + capsule.id[:8])[0] == 0
     assert cli(repo, "unpin", kept.id[:10])[0] == 0
     with Memory.open(repo) as mem:
-        assert mem.get(json.loads(out)["id"]).field("target") == first.id
+        assert mem.get(json.loads(out)["id"]).field("target") == latest.id
         in_force = [p.target for p in mem.pins(now=now)]
     assert in_force == ["summary:" + capsule.id]
 

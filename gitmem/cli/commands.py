@@ -483,10 +483,40 @@ def ratify(
     id: str, *, note: str = "", who: Who = DEFAULT_WHO, common: Common = DEFAULT_COMMON
 ) -> Output:
     """Ratify a decision, making it binding."""
+    from gitmem.memory.api import active_decision_id
+
     with _reader(common) as source:  # resolving the id through the index
         decision = source.get(id)
+        if decision.type == "decision":
+            _not_superseded(source, decision, active_decision_id, "ratify")
+            done = next(
+                (
+                    e
+                    for e in source.events(EventFilter(types=["ratify"]))
+                    if e.field("target") == decision.id
+                ),
+                None,
+            )
+            if done is not None:
+                return _unchanged(decision, f"already ratified by {done.id[:12]}")
     with _writer(common) as mem:
         return _written(mem.ratify(decision, note=note, **who.kwargs(mem)), "ratified with")
+
+
+def _not_superseded(source: Any, decision: Event, active_id: Any, verb: str) -> None:
+    """A usage error when a later decision on the same key replaced ``decision``."""
+    active = active_id(source, str(decision.field("key", "")))
+    if active is not None and active != decision.id:
+        raise UsageError(
+            f"decision {decision.id[:12]} was superseded by {active[:12]} "
+            f"on {decision.field('key')!r}: nothing to {verb}",
+            f"{verb} the active decision ('git edda ask {decision.field('key')}' shows it)",
+        )
+
+
+def _unchanged(event: Event, why: str) -> Output:
+    """Nothing written: the state asked for is already there."""
+    return Output({"id": event.id, "unchanged": why}, f"{event.id[:12]}: {why}; nothing written")
 
 
 @app.command
@@ -506,6 +536,12 @@ def checkpoint(
     for item in rejected or []:
         idea, _, why = item.partition(":")
         pairs.append((idea.strip(), why.strip()))
+    given = [next, summary, *(hypothesis or []), *(question or []), *(i for i, _ in pairs)]
+    if not any(text.strip() for text in given):
+        raise UsageError(
+            "an empty checkpoint says nothing (and would hide the current one)",
+            "give at least --next, --summary, --hypothesis, --rejected or --question",
+        )
     with _writer(common) as mem:
         event = mem.checkpoint(
             next=next,
@@ -686,13 +722,26 @@ def pin(
     common: Common = DEFAULT_COMMON,
 ) -> Output:
     """Pin an event (or summary:CAPSULE) into every context pack; --expires 2026-12-01 or 7d ahead."""
+    from gitmem.memory.api import active_decision_id, pins_in_force
+
     now = wall_us()
     until = None
     if expires:
         until = parse_time(expires, now)
         if expires.strip()[-1:] in "smhdw" and not expires.strip().isdigit():
             until = now + (now - until)  # "7d" means seven days from now
+        if until <= now:
+            raise UsageError(
+                f"--expires {expires} is in the past: the pin would be over at once",
+                "give a later date, or an age ahead such as 7d",
+            )
     target, summary = _pin_target(common, id)
+    with _reader(common) as source:
+        if target.type == "decision" and not summary:
+            _not_superseded(source, target, active_decision_id, "pin")
+        key = ("summary:" if summary else "") + target.id
+        if any(p.target == key for p in pins_in_force(source, now=now)) and until is None:
+            return _unchanged(target, "already pinned")
     with _writer(common) as mem:
         event = mem.pin(target, reason=reason, expires=until, summary=summary, **who.kwargs(mem))
         return _written(event, "pinned with")
@@ -701,7 +750,13 @@ def pin(
 @app.command
 def unpin(id: str, *, who: Who = DEFAULT_WHO, common: Common = DEFAULT_COMMON) -> Output:
     """Remove a pin."""
+    from gitmem.memory.api import pins_in_force
+
     target, summary = _pin_target(common, id)
+    key = ("summary:" if summary else "") + target.id
+    with _reader(common) as source:
+        if not any(p.target == key for p in pins_in_force(source, now=wall_us())):
+            return _unchanged(target, "not pinned")
     with _writer(common) as mem:
         return _written(mem.unpin(target, summary=summary, **who.kwargs(mem)), "unpinned with")
 
