@@ -157,7 +157,9 @@ def main() -> int:
         subprocess.run(
             ["git", "commit", "-q", "--allow-empty", "-m", "i"], cwd=repo, env=env, check=True
         )
-        start_us = 1_704_067_200_000_000  # 2024-01-01: the store and the 100 added later lie in the past
+        start_us = (
+            1_704_067_200_000_000  # 2024-01-01: the store and the 100 added later lie in the past
+        )
         t = time.perf_counter()
         run_python(GENERATE, str(repo), str(args.events), "1", str(start_us), env=env)
         rows.append(

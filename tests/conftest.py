@@ -95,9 +95,7 @@ def make_repo(path: Path, events: int = 0, branches: int = 1, *, bare: bool = Fa
     return path
 
 
-def cli_process(
-    repo: Path | str, *args: str, stdin: bytes | None = None
-) -> tuple[int, str, str]:
+def cli_process(repo: Path | str, *args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
     """Run ``git edda ARGS -C repo`` in a subprocess: a real process, a real exit
     code, ``os._exit`` and all. For tests about the process itself."""
     proc = subprocess.run(

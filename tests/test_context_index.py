@@ -608,7 +608,9 @@ TEXTS = st.text(st.characters(blacklist_categories=("Cs",)), max_size=260)
             st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=40),
             TEXTS,
             TEXTS,
-            st.sampled_from([None, "claude", "  ", "agent with  spaces"]),  # control characters are refused
+            st.sampled_from(
+                [None, "claude", "  ", "agent with  spaces"]
+            ),  # control characters are refused
         ),
         min_size=1,
         max_size=6,
