@@ -27,3 +27,16 @@ def test_readme_first_block_has_exactly_two_commands():
 def test_ci_runs_the_readme_test_command_verbatim():
     ci = (ROOT / ".ci" / "run").read_text()
     assert first_block()[1] in ci.splitlines()
+
+
+def test_install_hints_name_our_distribution() -> None:
+    """'gitmem' on the package index is an unrelated project: every hint that
+    installs or upgrades gitmem names the distribution git-edda."""
+    import re
+    import tomllib
+
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert meta["project"]["name"] == "git-edda"
+    for path in (ROOT / "gitmem").rglob("*.py"):
+        for line in path.read_text().splitlines():
+            assert not re.search(r"pip install[^\"']*\bgitmem\b", line), (path, line)

@@ -74,7 +74,7 @@ def check_format(message: str, where: str) -> None:
         raise FormatTooNewError(
             f"{where} was written in storage format {trailer}; this gitmem reads format "
             f"{layout.FORMAT_VERSION}",
-            "upgrade gitmem (pip install -U gitmem) to read and write this memory",
+            "upgrade gitmem (pip install -U git-edda) to read and write this memory",
         )
 
 

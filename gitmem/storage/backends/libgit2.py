@@ -22,7 +22,7 @@ def _pygit2() -> Any:
         import pygit2
     except ImportError as exc:  # pragma: no cover - a required dependency
         raise DependencyError(
-            "pygit2 is not installed", "reinstall gitmem: pip install --force-reinstall gitmem"
+            "pygit2 is not installed", "reinstall gitmem: pip install --force-reinstall git-edda"
         ) from exc
     return pygit2
 
