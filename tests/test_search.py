@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import cli, git, init_repo
+from conftest import cli, git, init_repo, make_repo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -697,3 +697,15 @@ def test_search_in_a_repository_without_memory(tmp_path: Path) -> None:
     data = cli_json(repo, "search", "anything")
     assert data["hits"] == []
     assert os.path.isdir(repo / ".git" / "edda" / "index")
+
+
+def test_an_unreachable_provider_is_named_as_such(tmp_path: Path) -> None:
+    """Issue 11, item 8: with Ollama down, search says the provider cannot be
+    reached (not that the index was built by another model), and still answers."""
+    repo = make_repo(tmp_path / "repo")
+    git(repo, "config", "edda.embed.provider", "ollama")
+    git(repo, "config", "edda.embed.url", "http://127.0.0.1:9")  # nothing listens there
+    assert cli(repo, "note", "the pool is too small")[0] == 0
+    code, out, err = cli(repo, "search", "pool")
+    assert code == 0 and "the pool is too small" in out, err
+    assert "cannot connect to ollama" in out and "another embedding model" not in out

@@ -200,23 +200,35 @@ def _vector(
     """(row, cosine) of the nearest allowed events."""
     import numpy as np
 
+    from gitmem.errors import GitmemError
+
+    failed = view.manifest.embed_error  # why the last refresh could not embed
     vectors = view.vectors
     if vectors is None:
-        result.warnings.append(
-            "no vector index (embeddings disabled or not built): lexical results only"
-        )
+        why = failed or "embeddings disabled or not built"
+        result.warnings.append(f"no vector index ({why}): lexical results only")
         return []
     if embedder is None:
         embedder = view.embedder
     if embedder is None or embedder.model_id != view.manifest.model:
         result.warnings.append(
-            "the vector index was built by another embedding model: "
+            f"the embedding provider failed ({failed}): lexical results only;"
+            " 'git edda index' tries again"
+            if failed
+            else "the vector index was built by another embedding model: "
             "run 'git edda index' to re-embed; lexical results only"
         )
         return []
     if view.manifest.unembedded:
         result.warnings.append(f"{view.manifest.unembedded} events have no vector yet")
-    q = embedder.embed([query])[0]
+    try:
+        q = embedder.embed([query])[0]
+    except (GitmemError, OSError) as exc:  # an HTTP provider that went away
+        detail = exc.message if isinstance(exc, GitmemError) else str(exc)
+        result.warnings.append(
+            f"the embedding provider could not embed the query ({detail}): lexical results only"
+        )
+        return []
     keys = None
     if allowed is not None:
         column = view.table.column("key64")
