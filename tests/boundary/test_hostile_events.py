@@ -582,16 +582,23 @@ def test_pull_refuses_hostile_remote_and_changes_nothing(tmp_path: Path, name: s
     assert memory_state(repo) == before
 
 
-def test_pull_of_a_sound_remote_still_works(tmp_path: Path) -> None:
-    good = _good()
+def pull_entries(tmp_path: Path, *entries: dict[str, Any]) -> tuple[Path, int, str]:
+    """A repository with one note that pulls a remote holding exactly these
+    bundle entries: (repo, exit code, stderr)."""
     remote = forge_remote(
         tmp_path / "remote.git",
-        [envelope_bytes(good)],
-        {good["envelope"]["id"]: body_bytes(good["body"])},
+        [envelope_bytes(e) for e in entries],
+        {e["envelope"]["id"]: body_bytes(e["body"]) for e in entries},
     )
     repo = make_repo(tmp_path / "repo", events=1)
     git(repo, "remote", "add", "origin", str(remote))
     code, _, err = run_cli(repo, "pull", "origin")
+    return repo, code, err
+
+
+def test_pull_of_a_sound_remote_still_works(tmp_path: Path) -> None:
+    good = _good()
+    repo, code, err = pull_entries(tmp_path, good)
     assert code == 0, err
     code, out, _ = run_cli(repo, "show", good["envelope"]["id"][:12])
     assert "from the remote" in out
@@ -738,14 +745,7 @@ def test_pull_accepts_what_an_older_gitmem_wrote(tmp_path: Path) -> None:
     """Rules only new events must meet do not refuse existing memory: a time
     before 2000 and a capsule that is not an event id arrive, and verify warns."""
     old = sealed({"text": "from an older gitmem"}, time=631_152_000_000_000, capsule="abc")
-    remote = forge_remote(
-        tmp_path / "remote.git",
-        [envelope_bytes(old)],
-        {old["envelope"]["id"]: body_bytes(old["body"])},
-    )
-    repo = make_repo(tmp_path / "repo", events=1)
-    git(repo, "remote", "add", "origin", str(remote))
-    code, _, err = run_cli(repo, "pull", "origin")
+    repo, code, err = pull_entries(tmp_path, old)
     assert code == 0, err
     code, out, _ = run_cli(repo, "log", "--json")
     assert old["envelope"]["id"] in out
