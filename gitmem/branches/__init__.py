@@ -1,1 +1,1 @@
-"""branches"""
+"""Branch-aware memory: fork and merge memory chains as git branches are created and merged."""

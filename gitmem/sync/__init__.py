@@ -1,1 +1,1 @@
-"""sync"""
+"""Sharing memory through git remotes: fetch, check what arrived, merge, push."""
