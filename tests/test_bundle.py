@@ -20,7 +20,7 @@ from gitmem.errors import ConflictError, UsageError
 from gitmem.memory.api import Memory
 from gitmem.memory.bundle import export_json, import_bundle, parse_bundle
 from gitmem.memory.event import Event
-from gitmem.storage import canonical, layout
+from gitmem.records import canonical, layout
 from gitmem.storage.ledger import Sealed
 
 # None is the detached-HEAD chain; "feature/x" needs escaping in the ref name.

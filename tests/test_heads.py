@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gitmem.memory.api import Memory
-from gitmem.storage import heads, layout
+from gitmem.records import layout
+from gitmem.storage import heads
 from gitmem.storage.objects import ObjectBatch
 
 

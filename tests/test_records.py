@@ -21,9 +21,8 @@ from hypothesis import strategies as st
 from gitmem.errors import UsageError
 from gitmem.memory.api import Memory
 from gitmem.memory.bundle import export_json, import_bundle
-from gitmem.records import names
+from gitmem.records import canonical, layout, names
 from gitmem.records.types import BODY_TYPES, typed_body, validate_body
-from gitmem.storage import canonical, layout
 from gitmem.storage.envelope import seal
 from gitmem.storage.ledger import Sealed
 

@@ -16,7 +16,7 @@ from conftest import cli, git, init_repo
 
 from gitmem.errors import UsageError
 from gitmem.memory.api import Memory
-from gitmem.storage import canonical, layout
+from gitmem.records import canonical, layout
 
 CANARY = "okapi-canary-7f3e91"  # distinctive, and nothing a secret scrubber would mask
 BIG_CANARY = "giraffe-canary-big-52ac"

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from gitmem.errors import FormatTooNewError
 from gitmem.memory.api import Memory
-from gitmem.storage.layout import branch_of_ref, branch_ref, escape_branch, unescape_branch
+from gitmem.records.layout import branch_of_ref, branch_ref, escape_branch, unescape_branch
 
 MAIN_REF = "refs/edda/branches/main"
 

@@ -19,7 +19,7 @@ import pytest
 from conftest import cli, make_repo
 
 from gitmem.memory.api import Memory
-from gitmem.storage import canonical, layout
+from gitmem.records import canonical, layout
 from gitmem.storage.envelope import seal
 
 BACKENDS = ["libgit2", "git-cli"]

@@ -23,7 +23,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gitmem.branches.gitinfo import code_tip
-from gitmem.storage import heads, layout
+from gitmem.records import layout
+from gitmem.storage import heads
 
 if TYPE_CHECKING:
     from gitmem.memory.api import Memory

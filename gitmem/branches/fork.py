@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from gitmem.branches.gitinfo import HEADS, REMOTES, code_tip, local_branches, reflog
-from gitmem.storage import layout
+from gitmem.records import layout
 from gitmem.storage.backends.base import Backend
 from gitmem.storage.locate import RepoLocation
 

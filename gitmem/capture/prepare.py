@@ -6,7 +6,7 @@ truncation so a secret cut in half by the size limit cannot slip through.
 
 from __future__ import annotations
 
-from gitmem.storage import canonical
+from gitmem.records import canonical
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -12,6 +12,8 @@ import os
 from gitmem.capture.prepare import DEFAULT_MAX_FIELD_BYTES, prepare_body
 from gitmem.capture.scrub import Scrubber, ScrubPatternError, default_scrubber
 from gitmem.errors import UsageError
+from gitmem.records import canonical
+from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg, CurrentBranch
 from gitmem.records.names import REQUIRED_FIELDS
 from gitmem.records.validate import (
     Limits,
@@ -22,17 +24,22 @@ from gitmem.records.validate import (
     scope_value_problem,
     time_problem,
 )
-from gitmem.storage import canonical, clock
+from gitmem.storage import clock
 from gitmem.storage.envelope import seal
-from gitmem.storage.gitconfig import Config, get_int, get_last, repo_scope_id, user_scope_id
+from gitmem.storage.gitconfig import (
+    Config,
+    get_int,
+    get_last,
+    limits,
+    repo_scope_id,
+    user_scope_id,
+)
 from gitmem.storage.locate import RepoLocation, memory_branch
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
-
-_UNSET: Any = object()
 
 
 class Draft:
@@ -52,7 +59,7 @@ class Draft:
         session: str | None = None,
         agent: str | None = None,
         capsule: str | None = None,
-        branch: str | None = _UNSET,
+        branch: BranchArg = CURRENT_BRANCH,
         time: int | None = None,
     ) -> None:
         self.type = type
@@ -108,7 +115,7 @@ def check_draft(draft: Draft, limits: Limits | None = None, now_us: int | None =
             f"the event's capsule {draft.capsule!r:.60} is not a capsule id",
             "give the 32-digit id of a capsule_open event ('git edda capsule list')",
         )
-    if draft.branch is not _UNSET and draft.branch is not None:
+    if isinstance(draft.branch, str):
         why = branch_problem(draft.branch)
         if why:
             raise UsageError(
@@ -137,7 +144,7 @@ class Sealer:
                 str(exc), "fix or remove it: git config --unset-all edda.scrubPattern"
             ) from None
         self.max_field_bytes = get_int(config, "edda.maxFieldBytes", DEFAULT_MAX_FIELD_BYTES)
-        self.limits = Limits.from_config(config)
+        self.limits = limits(config)
         self.repo = self._scope_id(
             "repo",
             repo_scope_id(location, config),
@@ -189,7 +196,7 @@ class Sealer:
             else:
                 when = draft.time
             body = prepare_body(draft.body, self.scrubber, self.max_field_bytes)
-            branch = default_branch if draft.branch is _UNSET else draft.branch
+            branch = default_branch if isinstance(draft.branch, CurrentBranch) else draft.branch
             if branch and self.scrubber.scrub(branch).findings:
                 raise UsageError(
                     "the event's branch name looks like a secret",

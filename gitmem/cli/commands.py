@@ -316,7 +316,7 @@ def _sync_lines(report: dict[str, Any]) -> list[str]:
 
 
 def _ref_name(ref: str) -> str:
-    from gitmem.storage import layout
+    from gitmem.records import layout
 
     branch = layout.branch_of_ref(ref)
     return (

@@ -32,7 +32,7 @@ import os
 import sys
 import time
 
-from gitmem.storage import layout
+from gitmem.records import layout
 from gitmem.storage.locate import (
     GIT_LOCAL_ENV_VARS,
     RepoLocation,

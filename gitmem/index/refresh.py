@@ -45,7 +45,7 @@ from gitmem.index import compute as pc
 from gitmem.index import integrity
 from gitmem.index import table as tables
 from gitmem.index.rows import event_text, paths_of
-from gitmem.storage import layout
+from gitmem.records import layout
 from gitmem.storage.locate import RepoLocation
 
 if TYPE_CHECKING:

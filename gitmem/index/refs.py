@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from gitmem.storage import layout
+from gitmem.records import layout
 from gitmem.storage.locate import RepoLocation, read_git_output
 
 _HEX = frozenset("0123456789abcdef")

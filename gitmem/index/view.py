@@ -17,7 +17,6 @@ from typing import Any
 
 import msgspec
 
-from gitmem.capture.sealer import _UNSET
 from gitmem.errors import AmbiguousIdError, IndexDamagedError, NotFoundError
 from gitmem.index import compute as pc
 from gitmem.index import table as tables
@@ -34,7 +33,8 @@ from gitmem.index.refresh import (
 from gitmem.memory.event import Event
 from gitmem.memory.follow import TRUNK_TYPES, follow_mode, id_prefix
 from gitmem.memory.query import EventFilter
-from gitmem.storage import layout
+from gitmem.records import layout
+from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg, CurrentBranch
 from gitmem.storage.gitconfig import Config, get_last, read_config
 from gitmem.storage.locate import RepoLocation, locate, memory_branch
 
@@ -42,6 +42,8 @@ _SCANS = 4  # key lookups answered by a linear scan before the keys are sorted o
 DEFAULT_WAIT = (
     5.0  # seconds a reader waits for another process's build before reading the previous version
 )
+
+_NOT_LOADED: Any = object()  # the embedder before its first use
 
 
 def _pending_work(location: RepoLocation) -> bool:
@@ -97,7 +99,7 @@ class IndexView:
         self._fulltext: Any = None
         self._vectors: Any = None
         self._ids: dict[str, int] | None = None
-        self._embedder: Any = _UNSET
+        self._embedder: Any = _NOT_LOADED
         self._keys: Any = None  # the key64 column as one numpy array
         self._key_sort: Any = None  # (sorted keys, their rows), once lookups are many
         self._lookups = 0
@@ -225,7 +227,7 @@ class IndexView:
 
         Loaded in the calling thread: the tokenizer's load holds the GIL, so a
         background thread would only interleave with the query, not overlap it."""
-        if self._embedder is _UNSET:
+        if self._embedder is _NOT_LOADED:
             from gitmem.embed import get_embedder
 
             embedder = get_embedder(self.config, stamp_dir=self.root)
@@ -341,11 +343,11 @@ class IndexView:
             return layout.branch_ref(plan.source)
         return None
 
-    def pool_mask(self, branch: Any = _UNSET, trunk: str | None = None) -> Any:
+    def pool_mask(self, branch: BranchArg = CURRENT_BRANCH, trunk: str | None = None) -> Any:
         """The rows a branch sees: its own chain, plus what it follows from the trunk."""
         import pyarrow as pa
 
-        branch = self.branch if branch is _UNSET else branch
+        branch = self.branch if isinstance(branch, CurrentBranch) else branch
         commit = self.table.column("commit")
         own_ref = self._own_ref(branch)
         own = (
@@ -370,7 +372,7 @@ class IndexView:
         self,
         where: EventFilter | None,
         *,
-        branch: Any = _UNSET,
+        branch: BranchArg = CURRENT_BRANCH,
         all_branches: bool = False,
         trunk: str | None = None,
     ) -> Any:
@@ -410,7 +412,7 @@ class IndexView:
         self,
         where: EventFilter | None = None,
         *,
-        branch: Any = _UNSET,
+        branch: BranchArg = CURRENT_BRANCH,
         all_branches: bool = False,
         limit: int | None = None,
         trunk: str | None = None,

@@ -17,14 +17,16 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from gitmem.capture.sealer import _UNSET, Draft, Sealer
+from gitmem.capture.sealer import Draft, Sealer
 from gitmem.errors import AmbiguousIdError, NotFoundError, UsageError
 from gitmem.memory.decisions import DecisionState, active_decision, decision_states
 from gitmem.memory.event import Event
 from gitmem.memory.follow import TRUNK_TYPES, follow_mode, id_prefix
 from gitmem.memory.query import EventFilter
+from gitmem.records import layout
+from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg, CurrentBranch
 from gitmem.records.names import KNOWLEDGE_TYPES
-from gitmem.storage import layout, spool
+from gitmem.storage import spool
 from gitmem.storage.backends import open_backend
 from gitmem.storage.gitconfig import Config, get_bool, read_config
 from gitmem.storage.ledger import FlushResult, Ledger, Located, Sealed
@@ -212,7 +214,7 @@ class Memory:
         session: str | None = None,
         agent: str | None = None,
         capsule: str | None = None,
-        branch: Any = _UNSET,
+        branch: BranchArg = CURRENT_BRANCH,
     ) -> Event:
         """Validate, scrub, seal and durably commit one event."""
         return self.append_many([Draft(event_type, body, session, agent, capsule, branch)])[0]
@@ -336,14 +338,14 @@ class Memory:
                 return existing
             return transact(self.backend, [ref], build)[ref]
 
-    def merge(self, source: str, into: Any = _UNSET) -> MergeResult:
+    def merge(self, source: str, into: BranchArg = CURRENT_BRANCH) -> MergeResult:
         """Merge ``source``'s memory into ``into`` (default: the current branch).
 
         For squash and rebase merges, which git cannot tell apart from new
         work. The merge commit is canonical (spec/sync.md): merging the same
         memory anywhere gives the same commit.
         """
-        target = self.branch if into is _UNSET else into
+        target = self.branch if isinstance(into, CurrentBranch) else into
         if not target:
             raise UsageError(
                 "HEAD is detached: there is no branch to merge memory into",
@@ -742,7 +744,7 @@ class Memory:
         self,
         where: EventFilter | None = None,
         *,
-        branch: Any = _UNSET,
+        branch: BranchArg = CURRENT_BRANCH,
         all_branches: bool = False,
         limit: int | None = None,
         trunk: str | None = None,
@@ -758,7 +760,9 @@ class Memory:
         if all_branches:
             pool: Iterable[Event] = self._events.values()
         else:
-            pool = self._branch_pool(self.branch if branch is _UNSET else branch, trunk)
+            pool = self._branch_pool(
+                self.branch if isinstance(branch, CurrentBranch) else branch, trunk
+            )
         chosen = sorted(
             (e for e in pool if where is None or where.matches(e)), key=lambda e: e.order_key
         )

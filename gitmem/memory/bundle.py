@@ -23,8 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 from gitmem.errors import ConflictError, DependencyError, UsageError
 from gitmem.memory.event import Event
+from gitmem.records import canonical
 from gitmem.records.validate import Limits, branch_problem, event_problems
-from gitmem.storage import canonical, clock
+from gitmem.storage import clock
+from gitmem.storage.gitconfig import limits as config_limits
 from gitmem.storage.ledger import Sealed
 
 if TYPE_CHECKING:
@@ -191,7 +193,7 @@ def import_bundle(
         raise UsageError(
             f"unknown conflict strategy {strategy!r}", f"use one of: {', '.join(STRATEGIES)}"
         )
-    limits = Limits.from_config(memory.config)
+    limits = config_limits(memory.config)
     entries = parse_bundle(data, now_us=clock.wall_us(), limits=limits)
     result = ImportResult(dry_run=dry_run)
     with memory.ledger.locked():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gitmem.storage import layout
+from gitmem.records import layout
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,7 +41,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitmem.errors import GitmemError
-from gitmem.storage import files, layout
+from gitmem.records import layout
+from gitmem.storage import files
 from gitmem.storage.ledger import check_format
 from gitmem.storage.locate import RepoLocation, run_git
 from gitmem.storage.lock import mirror_lock

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gitmem.errors import GitmemError
-from gitmem.storage import canonical, layout, spool
+from gitmem.records import canonical, layout
+from gitmem.storage import spool
 from gitmem.storage.envelope import RECORD_VERSION, envelope_problems
 
 if TYPE_CHECKING:

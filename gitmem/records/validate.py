@@ -14,19 +14,19 @@ Standard library only: it runs on the capture hot path.
 
 from __future__ import annotations
 
+from gitmem.records import canonical, layout
 from gitmem.records.names import REQUIRED_FIELDS
-from gitmem.storage import canonical, clock, layout
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from gitmem.storage.gitconfig import Config
-
 # -- limits ------------------------------------------------------------------------
 MIN_TIME_US = 946_684_800_000_000  # 2000-01-01T00:00:00Z: older times are errors
 MAX_TIME_US = 253_402_300_799_999_999  # 9999-12-31T23:59:59Z: the last time readers can print
-DEFAULT_SKEW_S = clock.DEFAULT_SKEW_US // 1_000_000  # how far ahead of the wall clock a time may be
+DEFAULT_SKEW_S = (
+    86_400  # edda.maxClockSkew's default (one day): how far ahead of the wall clock a time may be
+)
 MAX_SCOPE_BYTES = 256  # a scope id (session, agent, user, repo, branch …)
 MAX_KEY_BYTES = 1024  # an object key anywhere in a body
 MAX_DEPTH = 64  # nesting of objects and arrays in a body
@@ -111,19 +111,13 @@ ENUMS: dict[tuple[str, str], tuple[str, ...]] = {
 
 
 class Limits:
-    """The bounds that depend on configuration (a plain class: hot path)."""
+    """The bounds that depend on configuration (a plain class: hot path);
+    :func:`gitmem.storage.gitconfig.limits` reads them from git config."""
 
     __slots__ = ("skew_us",)
 
     def __init__(self, skew_s: int = DEFAULT_SKEW_S) -> None:
         self.skew_us = skew_s * 1_000_000
-
-    @classmethod
-    def from_config(cls, config: Config) -> Limits:
-        """``edda.maxClockSkew`` (seconds, default one day)."""
-        from gitmem.storage.gitconfig import get_int
-
-        return cls(get_int(config, "edda.maxClockSkew", DEFAULT_SKEW_S))
 
 
 # -- single values -----------------------------------------------------------------
@@ -205,7 +199,7 @@ def json_problems(value: Any, *, what: str = "body", lenient: bool = False) -> l
     UTF-8, reserved keys. Iterative, so no input can exhaust the stack.
 
     ``lenient`` (capture, before normalising) lets through what
-    :func:`gitmem.storage.canonical.normalize` repairs: tuples and lone
+    :func:`gitmem.records.canonical.normalize` repairs: tuples and lone
     surrogates (which become U+FFFD).
     """
     problems: list[str] = []

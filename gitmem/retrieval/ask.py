@@ -32,9 +32,9 @@ from typing import Any
 
 from gitmem.memory.decisions import DecisionState, decision_states
 from gitmem.memory.event import Event
+from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg
 from gitmem.retrieval.context import decision_line
 from gitmem.retrieval.source import (
-    CURRENT,
     EventSource,
     SearchFn,
     branch_kwargs,
@@ -228,7 +228,7 @@ def ask(
     *,
     include_superseded: bool = False,
     search: SearchFn | None = None,
-    branch: Any = CURRENT,
+    branch: BranchArg = CURRENT_BRANCH,
     limit: int = 10,
 ) -> AskResult:
     """Answer a question about decisions on ``branch`` (default: the current one).

@@ -60,8 +60,8 @@ from gitmem.errors import GitmemError, UsageError
 from gitmem.memory.decisions import DecisionState, decision_states
 from gitmem.memory.event import Event
 from gitmem.memory.query import EventFilter
+from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg
 from gitmem.retrieval.source import (
-    CURRENT,
     LINE_WIDTH,
     EventSource,
     SearchFn,
@@ -89,7 +89,7 @@ from gitmem.retrieval.windowing import (
 )
 
 __all__ = [
-    "CURRENT",
+    "CURRENT_BRANCH",
     "TIERS",
     "ContextPack",
     "EventSource",
@@ -346,7 +346,7 @@ def build_context(
     query: str | None = None,
     budget: int = 2000,
     now: int,
-    branch: Any = CURRENT,
+    branch: BranchArg = CURRENT_BRANCH,
     search: SearchFn | None = None,
     paths: Sequence[str] = (),
     active_capsule: str | None = None,

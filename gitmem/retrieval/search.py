@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gitmem.capture.sealer import _UNSET
 from gitmem.errors import UsageError
 from gitmem.memory.event import Event
 from gitmem.memory.query import EventFilter
+from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg
 
 RRF_K = 60
 RELEVANCE_WEIGHT = 0.9
@@ -131,7 +131,7 @@ def search(
     *,
     limit: int = 10,
     where: EventFilter | None = None,
-    branch: Any = _UNSET,
+    branch: BranchArg = CURRENT_BRANCH,
     all_branches: bool = False,
     now: int | None = None,
     mode: str = "hybrid",

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from gitmem.memory.event import Event
 from gitmem.memory.query import EventFilter, path_matches
+from gitmem.records.brancharg import BranchArg, CurrentBranch
 
 SHORT_ID = 12
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -50,24 +51,14 @@ SearchFn = Callable[[str, int, Sequence[str]], list[Event]]
 """``(query, limit, allowed event types or () for all) -> events, best first``."""
 
 
-class _Current:
-    """The "current branch" default (whatever the source considers current)."""
-
-    def __repr__(self) -> str:
-        return "CURRENT"
-
-
-CURRENT: Any = _Current()
-
-
-def branch_kwargs(branch: Any) -> dict[str, Any]:
+def branch_kwargs(branch: BranchArg) -> dict[str, Any]:
     """Keyword arguments for :meth:`EventSource.events` selecting ``branch``."""
-    return {} if branch is CURRENT else {"branch": branch}
+    return {} if isinstance(branch, CurrentBranch) else {"branch": branch}
 
 
-def branch_name(source: EventSource, branch: Any) -> str | None:
+def branch_name(source: EventSource, branch: BranchArg) -> str | None:
     """The branch name a call with ``branch`` reads (None: detached HEAD)."""
-    if branch is CURRENT or not (branch is None or isinstance(branch, str)):
+    if isinstance(branch, CurrentBranch) or not (branch is None or isinstance(branch, str)):
         return source.branch
     return branch
 

@@ -16,11 +16,12 @@ from __future__ import annotations
 import os
 import time
 
+from gitmem.records.validate import DEFAULT_SKEW_S
 from gitmem.storage.lock import acquire
 
 CLOCK_FILE = "clock"
 LOCK_TIMEOUT = 10.0  # seconds; holders keep the clock lock for microseconds
-DEFAULT_SKEW_US = 86_400 * 1_000_000  # edda.maxClockSkew's default (one day)
+DEFAULT_SKEW_US = DEFAULT_SKEW_S * 1_000_000  # edda.maxClockSkew's default
 
 
 def wall_us() -> int:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 
+from gitmem.records import canonical
 from gitmem.records.validate import envelope_problems
-from gitmem.storage import canonical
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -22,6 +22,10 @@ import os
 from gitmem.errors import UsageError
 from gitmem.storage.locate import RepoLocation, read_git_output
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from gitmem.records.validate import Limits
+
 Config = dict[str, list[str]]
 
 # Everything gitmem reads, in one call: its own settings, identity, and what
@@ -111,3 +115,11 @@ def check_writable(location: RepoLocation, config: Config) -> None:
             " unless told to",
             "if this is meant, run 'git edda init --bare-ok' once",
         )
+
+
+def limits(config: Config) -> Limits:
+    """The validation bounds git config sets: ``edda.maxClockSkew`` (seconds,
+    default one day)."""
+    from gitmem.records.validate import DEFAULT_SKEW_S, Limits
+
+    return Limits(get_int(config, "edda.maxClockSkew", DEFAULT_SKEW_S))

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from gitmem.storage import layout
+from gitmem.records import layout
 from gitmem.storage.backends.base import Backend
 from gitmem.storage.objects import ObjectBatch
 

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from gitmem.errors import FormatError, FormatTooNewError, GitError
+from gitmem.records import canonical, layout
 from gitmem.records.validate import event_problems, payload_problem
-from gitmem.storage import canonical, files, layout, maintenance, spool
+from gitmem.storage import files, maintenance, spool
 from gitmem.storage.backends.base import (
     EMPTY_TREE_MARK,
     Backend,

@@ -23,8 +23,8 @@ import struct
 import zlib
 from collections.abc import Iterable, Sequence
 
+from gitmem.records.layout import IDENTITY_EMAIL, IDENTITY_NAME, MODE_TREE
 from gitmem.storage.files import fsync_dir, write_atomic
-from gitmem.storage.layout import IDENTITY_EMAIL, IDENTITY_NAME, MODE_TREE
 
 TYPE_CODES = {"commit": 1, "tree": 2, "blob": 3}
 # Batches with at least this many new objects are written as a pack. A single

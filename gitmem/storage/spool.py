@@ -17,7 +17,8 @@ from __future__ import annotations
 import os
 
 from gitmem.errors import FormatError
-from gitmem.storage import canonical, files
+from gitmem.records import canonical
+from gitmem.storage import files
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

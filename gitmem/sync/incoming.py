@@ -29,13 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 from gitmem.errors import GitmemError, RejectedError
 from gitmem.memory.verify import commit_problems
+from gitmem.records import canonical, layout
 from gitmem.records.validate import (
     Limits,
     event_problems,
     memory_ref_problem,
     payload_problem,
 )
-from gitmem.storage import canonical, clock, layout
+from gitmem.storage import clock
 from gitmem.storage.ledger import check_format
 
 if TYPE_CHECKING:

@@ -24,8 +24,9 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gitmem.errors import ConflictError, GitmemError
-from gitmem.records.validate import Limits
-from gitmem.storage import canonical, clock, layout
+from gitmem.records import canonical, layout
+from gitmem.storage import clock
+from gitmem.storage.gitconfig import limits as config_limits
 from gitmem.storage.locate import run_git
 from gitmem.storage.lock import mirror_lock
 from gitmem.storage.purgelist import add_to_purge_list
@@ -142,7 +143,7 @@ def _merge_mirror(memory: Memory, mirror: dict[str, str], report: SyncReport) ->
     chains = {ref: tip for ref, tip in mirror.items() if layout.is_chain_ref(ref)}
     with ledger.locked():
         memory.flush()
-        limits = Limits.from_config(memory.config)
+        limits = config_limits(memory.config)
         checked = check_fetched(memory, mirror, report.remote, limits)
         remote_payload = mirror.get(layout.PAYLOAD_REF)
         for ref, tip in sorted(chains.items()):

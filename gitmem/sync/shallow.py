@@ -21,7 +21,7 @@ import shutil
 import tempfile
 
 from gitmem.errors import RemoteError
-from gitmem.storage import layout
+from gitmem.records import layout
 from gitmem.storage.backends.base import Backend
 from gitmem.storage.locate import RepoLocation, run_git
 from gitmem.sync.transport import Remote

@@ -23,7 +23,7 @@ import subprocess
 from dataclasses import dataclass, field
 
 from gitmem.errors import GitError, RemoteError, UsageError
-from gitmem.storage import layout
+from gitmem.records import layout
 from gitmem.storage.gitconfig import Config, get_last
 from gitmem.storage.locate import RepoLocation, clean_git_env, head_branch
 

@@ -28,7 +28,8 @@ from hypothesis import strategies as st
 from gitmem.capture.main import capture
 from gitmem.errors import ExitCode, GitmemError, UsageError
 from gitmem.memory.bundle import BUNDLE_FORMAT, BUNDLE_VERSION
-from gitmem.storage import canonical, clock, layout
+from gitmem.records import canonical, layout
+from gitmem.storage import clock
 from gitmem.storage.envelope import seal
 from gitmem.storage.objects import ObjectBatch
 

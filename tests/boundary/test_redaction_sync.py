@@ -19,7 +19,7 @@ import pytest
 from conftest import cli, git, init_repo, object_bytes, ref_tip, run_cli
 
 from gitmem.memory.api import Memory
-from gitmem.storage import layout
+from gitmem.records import layout
 
 SECRET = "okapi-leak-7f3e91c4"  # distinctive, and nothing the secret scrubber masks
 BIG_SECRET = "giraffe-leak-big-52ac"  # inside a text stored as an attachment

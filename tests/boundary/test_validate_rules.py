@@ -153,9 +153,9 @@ def test_envelope_schema_agrees_with_the_hot_path_rules(change: dict[str, Any]) 
     """formats/envelope.v1.schema.json (from the Struct) and validate.py agree
     on every rule a schema can express (the id is re-derived so only the
     change itself can be wrong)."""
+    from gitmem.records import canonical
     from gitmem.records.types import Envelope
     from gitmem.records.validate import envelope_problems
-    from gitmem.storage import canonical
     from gitmem.storage.envelope import seal
 
     env, _ = seal("note", {"text": "x"}, scope={"branch": "main"}, time_us=clock.wall_us())

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
 from gitmem.errors import ConflictError
-from gitmem.storage.layout import MODE_BLOB, MODE_TREE
+from gitmem.records.layout import MODE_BLOB, MODE_TREE
 from gitmem.storage.locate import RepoLocation
 
 

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import IO
 
 from gitmem.errors import GitError
+from gitmem.records.layout import MODE_TREE
 from gitmem.storage.backends.base import Builder, CommitInfo, RefBusy, TreeEntry
-from gitmem.storage.layout import MODE_TREE
 from gitmem.storage.locate import RepoLocation, clean_git_env, run_git
 
 

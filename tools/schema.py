@@ -1,7 +1,7 @@
 """Generate ``formats/``: machine-readable schemas of every stored record.
 
-    python -m gitmem.records.schema formats/        # rewrite the files
-    python -m gitmem.records.schema --check formats/ # exit 1 when they differ
+    python tools/schema.py formats/        # rewrite the files
+    python tools/schema.py --check formats/ # exit 1 when they differ
 
 JSON Schemas come from the msgspec Structs in :mod:`gitmem.records.types`;
 the spool file, bundle and ref layout schemas are defined here around them.
@@ -17,8 +17,8 @@ from typing import Any
 
 import msgspec
 
+from gitmem.records import layout
 from gitmem.records.types import BODY_TYPES, Envelope
-from gitmem.storage import layout
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 

@@ -179,7 +179,7 @@ def split_attachments(body: Any) -> tuple[Any, dict[str, bytes]]:
     Returns the body as stored and the attachments (sha256 hex -> bytes).
     The envelope's digest covers the logical body, never the stored form.
     """
-    from gitmem.storage import canonical
+    from gitmem.records import canonical
 
     found: dict[str, bytes] = {}
 
