@@ -10,9 +10,9 @@ import pytest
 from conftest import git, init_repo
 
 from gitmem.memory.api import Memory
+from gitmem.memory.describe import short_id
 from gitmem.memory.event import Event
 from gitmem.retrieval.ask import AskResult, ask
-from gitmem.retrieval.source import short_id
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Context packs and ``ask`` read through the index window give what ``Memory`` gives.
 
-``IndexView`` has the ``window`` capability (:mod:`gitmem.retrieval.windowing`):
+``IndexView`` has the ``window`` capability (:mod:`gitmem.memory.window`):
 context packs and ``ask`` then read only the events they need (pins,
 capsules, the decision ledger and the decisions shown, the newest
 checkpoint, learnings about the files in play, the tail of the recent

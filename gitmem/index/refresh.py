@@ -44,7 +44,7 @@ from gitmem.errors import ConflictError, GitmemError, IndexDamagedError
 from gitmem.index import compute as pc
 from gitmem.index import integrity
 from gitmem.index import table as tables
-from gitmem.index.rows import event_text, paths_of
+from gitmem.memory.describe import event_text, paths_of
 from gitmem.records import layout
 from gitmem.storage.locate import RepoLocation
 
@@ -593,8 +593,8 @@ def _decision_line(
     envelope: dict[str, Any], body: dict[str, Any] | None, ref: str, commit: str
 ) -> str | None:
     """A decision described as context packs show it (the ``line`` column)."""
+    from gitmem.memory.describe import LINE_WIDTH, describe
     from gitmem.memory.event import Event
-    from gitmem.retrieval.source import LINE_WIDTH, describe
 
     if body is None:
         return None

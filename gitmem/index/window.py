@@ -1,7 +1,7 @@
 """A branch's events fetched by need from the index (the ``window`` capability).
 
 :class:`IndexWindow` implements
-:class:`~gitmem.retrieval.windowing.BranchWindow` over an
+:class:`~gitmem.memory.window.BranchWindow` over an
 :class:`~gitmem.index.view.IndexView`: selections are Arrow masks over the
 memory-mapped events table, and only the chosen rows are turned into
 :class:`~gitmem.memory.event.Event` objects (decoding JSON is what costs).
@@ -11,7 +11,7 @@ sizes and ``index_in`` the first and last row of every session, so 100,000
 events cost a few milliseconds and only the distinct sessions reach Python.
 
 The session keys are exactly those of
-:func:`gitmem.retrieval.windowing.session_key` (scope session, the
+:func:`gitmem.memory.window.session_key` (scope session, the
 capsule's session, the open's own key, else the UTC day), and "showable"
 is what the context pack shows: visible, not a ``redaction``, not pointing
 at an invisible event of the branch. For ``capsule_close`` rows the index's
@@ -30,9 +30,10 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from gitmem.index import compute as pc
+from gitmem.memory.describe import iso_date
 from gitmem.memory.event import Event
-from gitmem.retrieval.source import iso_date, paths_overlap
-from gitmem.retrieval.windowing import (
+from gitmem.memory.query import paths_overlap
+from gitmem.memory.window import (
     BranchWindow,
     DecisionLedger,
     OlderSessions,
@@ -186,7 +187,7 @@ class IndexWindow:
         """Row numbers, among those where ``mask`` is true, whose paths overlap ``paths``.
 
         The ``paths`` column is flattened, each distinct path is tested once
-        (:func:`~gitmem.retrieval.source.paths_overlap`), and the rows holding
+        (:func:`~gitmem.memory.query.paths_overlap`), and the rows holding
         a matching path are kept."""
         if not paths:
             return []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from gitmem.memory.describe import summary_text
 from gitmem.records import layout
 
 
@@ -74,39 +75,10 @@ class Event:
             return "[redacted]"
         if self.body is None:
             return f"[{self.problem}]" if self.problem else "[payload missing]"
-        text = _summary_text(self.type, self.body)
+        text = summary_text(self.type, self.body)
         text = " ".join(text.split())
         return text if len(text) <= width else text[: width - 1] + "…"
 
     def to_json(self) -> dict[str, Any]:
         """The export/--json form: envelope, body and redaction state."""
         return {"envelope": self.envelope, "body": self.body, "redacted": self.redacted}
-
-
-def _summary_text(event_type: str, body: dict[str, Any]) -> str:
-    get = body.get
-    if event_type == "decision":
-        return f"{get('key', '')} = {get('value', '')}" + (
-            f" ({get('reason')})" if get("reason") else ""
-        )
-    if event_type in ("ratify", "unpin", "redaction", "pin"):
-        extra = get("reason") or get("note") or ""
-        return f"{get('target', '')}" + (f": {extra}" if extra else "")
-    if event_type == "checkpoint":
-        return str(get("summary") or get("next") or "checkpoint")
-    if event_type == "observation":
-        parts = [str(get("kind", "")), str(get("tool", "")), str(get("input", ""))]
-        return " ".join(p for p in parts if p)
-    if event_type == "capsule_open":
-        return f"{get('kind', '')}: {get('intent', '')}".strip(": ")
-    if event_type == "capsule_close":
-        return f"{get('capsule', '')} {get('summary', '')}".strip()
-    if event_type == "commit_link":
-        return f"{str(get('sha', ''))[:12]} {get('message', '')}".strip()
-    if event_type == "commit_rewrite":
-        pairs = get("map") or []
-        return f"{get('kind', '')}: {len(pairs)} commit(s) rewritten"
-    for key in ("text", "summary", "message", "value"):
-        if isinstance(get(key), str):
-            return str(get(key))
-    return event_type

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
@@ -78,3 +78,10 @@ def path_matches(path: str, pattern: str) -> bool:
     # Without a glob character the pattern matches only itself (checked above):
     # skip compiling it, which the first match of each distinct path would pay.
     return not _GLOB_CHARS.isdisjoint(pattern) and fnmatchcase(path, pattern)
+
+
+def paths_overlap(left: Iterable[str], right: Iterable[str]) -> bool:
+    """Whether any path of ``left`` matches any of ``right`` (either way round:
+    exact, directory prefix or glob)."""
+    right = list(right)
+    return any(path_matches(a, b) or path_matches(b, a) for a in left for b in right)

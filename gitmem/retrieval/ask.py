@@ -15,7 +15,7 @@
   capsule or session or about the same paths, nearest in time first.
   Superseded decisions are hidden unless ``include_superseded``.
 
-A source with the ``window`` capability (:mod:`gitmem.retrieval.windowing`,
+A source with the ``window`` capability (:mod:`gitmem.memory.window`,
 the index) is read selectively: the decision ledger (ids, keys, targets), the
 decisions shown, and only the commit links, notes and checkpoints that may
 relate to them.
@@ -31,7 +31,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from gitmem.memory.decisions import DecisionState, decision_states
+from gitmem.memory.describe import (
+    describe,
+    iso_date,
+    iso_minute,
+    one_line,
+    paths_of,
+    ref,
+    short_id,
+    visible,
+)
 from gitmem.memory.event import Event
+from gitmem.memory.query import paths_overlap
+from gitmem.memory.window import BranchWindow, DecisionBook
 from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg
 from gitmem.retrieval.context import decision_line
 from gitmem.retrieval.source import (
@@ -39,19 +51,9 @@ from gitmem.retrieval.source import (
     SearchFn,
     branch_kwargs,
     branch_name,
-    describe,
-    iso_date,
-    iso_minute,
-    one_line,
-    paths_of,
-    paths_overlap,
     query_terms,
-    ref,
-    short_id,
     term_score,
-    visible,
 )
-from gitmem.retrieval.windowing import BranchWindow, DecisionBook
 
 __all__ = ["AskResult", "DecisionView", "RelatedEvent", "TimelineEntry", "ask"]
 
@@ -318,7 +320,7 @@ class _Decisions:
                 RELATED_TYPES,
                 capsules={s.event.capsule for s in chosen if s.event.capsule},
                 sessions={s.event.scope.get("session") or "" for s in chosen} - {""},
-                paths={p for s in chosen for p in paths_of(s.event)},
+                paths={p for s in chosen for p in paths_of(s.event.body)},
             )
         return [e for e in events if e.type in RELATED_TYPES and visible(e)]
 
@@ -395,7 +397,7 @@ def _decision_score(terms: Sequence[str], state: DecisionState) -> int:
         str(event.field("value", "")),
         str(event.field("reason", "") or ""),
         str(event.field("scope", "") or ""),
-        *paths_of(event),
+        *paths_of(event.body),
         *(str(t) for t in event.field("tags", []) or []),
     ]
     everything = " ".join(fields).lower()
@@ -404,7 +406,7 @@ def _decision_score(terms: Sequence[str], state: DecisionState) -> int:
 
 def _related(decision: Event, candidates: Sequence[Event]) -> tuple[RelatedEvent, ...]:
     session = decision.scope.get("session")
-    paths = paths_of(decision)
+    paths = paths_of(decision.body)
     found: list[tuple[int, tuple[int, str], Event, str]] = []
     for event in candidates:
         if event.id == decision.id:
@@ -416,7 +418,7 @@ def _related(decision: Event, candidates: Sequence[Event]) -> tuple[RelatedEvent
             or (event.type == "commit_link" and event.field("session") == session)
         ):
             relation = "same session"
-        elif paths and paths_overlap(paths, paths_of(event)):
+        elif paths and paths_overlap(paths, paths_of(event.body)):
             relation = "same paths"
         else:
             continue

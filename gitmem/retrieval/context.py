@@ -35,7 +35,7 @@ the title are left out.
 
 **Sources.** A plain :class:`~gitmem.retrieval.source.EventSource` is read
 whole. A source with the ``window`` capability
-(:mod:`gitmem.retrieval.windowing`; the index has it) is read by need: the
+(:mod:`gitmem.memory.window`; the index has it) is read by need: the
 pins, unpins and capsule events, the decision ledger and the active
 decisions, the newest checkpoint, the learnings about ``paths``, the targets
 of pins, and the tail of the recent sessions, with exact per-session counts
@@ -58,28 +58,20 @@ from typing import Any
 
 from gitmem.errors import GitmemError, UsageError
 from gitmem.memory.decisions import DecisionState, decision_states
-from gitmem.memory.event import Event
-from gitmem.memory.query import EventFilter
-from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg
-from gitmem.retrieval.source import (
+from gitmem.memory.describe import (
     LINE_WIDTH,
-    EventSource,
-    SearchFn,
-    branch_kwargs,
-    branch_name,
     describe,
     iso_date,
     iso_minute,
     one_line,
     paths_of,
-    paths_overlap,
     ref,
     short_id,
-    term_search,
     visible,
 )
-from gitmem.retrieval.tokens import chars_for, estimate_tokens
-from gitmem.retrieval.windowing import (
+from gitmem.memory.event import Event
+from gitmem.memory.query import EventFilter, paths_overlap
+from gitmem.memory.window import (
     BranchWindow,
     DecisionBook,
     DecisionOutline,
@@ -87,6 +79,9 @@ from gitmem.retrieval.windowing import (
     capsule_sessions,
     session_key,
 )
+from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg
+from gitmem.retrieval.source import EventSource, SearchFn, branch_kwargs, branch_name, term_search
+from gitmem.retrieval.tokens import chars_for, estimate_tokens
 
 __all__ = [
     "CURRENT_BRANCH",
@@ -246,7 +241,7 @@ class _Memory:
     """The branch's events, indexed once for all tiers.
 
     Read whole from a plain source; from a source with the ``window``
-    capability (:mod:`gitmem.retrieval.windowing`), only what the tiers need:
+    capability (:mod:`gitmem.memory.window`), only what the tiers need:
     ``hidden`` (ids of the branch's invisible events), ``counts`` (events per
     capsule) and ``book`` (decision states) then come from the window, since
     ``events`` is partial; ``states`` holds the active decisions' states, and
@@ -610,7 +605,7 @@ def _learnings(memory: _Memory, paths: Sequence[str], claimed: set[str]) -> list
         if e.type in LEARNING_TYPES
         and visible(e)
         and e.id not in claimed
-        and paths_overlap(paths_of(e), paths)
+        and paths_overlap(paths_of(e.body), paths)
     ]
     found.sort(key=lambda e: (e.type != "mistake", -e.time, e.id))
     claimed.update(e.id for e in found)
@@ -686,7 +681,7 @@ def _sessions(memory: _Memory) -> tuple[list[_Session], OlderSessions | None]:
     """Sessions, oldest last activity first (every one: the aggregate is None).
 
     An event's session is its scope session, else its session capsule's, else
-    (no session) its UTC day (:func:`~gitmem.retrieval.windowing.session_key`);
+    (no session) its UTC day (:func:`~gitmem.memory.window.session_key`);
     only showable events count."""
     capsules = capsule_sessions(memory.events)
     grouped: dict[str, list[Event]] = {}

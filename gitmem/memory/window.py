@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from gitmem.memory.decisions import DecisionState
+from gitmem.memory.describe import LINE_WIDTH, describe, iso_date, paths_of, visible
 from gitmem.memory.event import Event
-from gitmem.retrieval.source import LINE_WIDTH, describe, iso_date, paths_of, visible
 
 __all__ = [
     "BranchWindow",
@@ -95,8 +95,8 @@ class DecisionLedger:
     ("" for a ratify), ``targets`` a ratify's target ("" for a decision),
     ``agents`` the scope agent (None when a person recorded it), ``paths``
     the files the event is about and ``lines`` a decision's
-    :func:`~gitmem.retrieval.source.describe` text at
-    :data:`~gitmem.retrieval.source.LINE_WIDTH` ("" for a ratify)."""
+    :func:`~gitmem.memory.describe.describe` text at
+    :data:`~gitmem.memory.describe.LINE_WIDTH` ("" for a ratify)."""
 
     ids: tuple[str, ...]
     types: tuple[str, ...]
@@ -112,8 +112,8 @@ class DecisionLedger:
 class DecisionOutline:
     """A decision's standing, known without decoding its event: enough to
     order, claim and show it on a compact line (``text`` is its
-    :func:`~gitmem.retrieval.source.describe` text at
-    :data:`~gitmem.retrieval.source.LINE_WIDTH`)."""
+    :func:`~gitmem.memory.describe.describe` text at
+    :data:`~gitmem.memory.describe.LINE_WIDTH`)."""
 
     id: str
     time: int
@@ -143,7 +143,7 @@ class DecisionOutline:
             event.time,
             state.key,
             agent if isinstance(agent, str) else None,
-            tuple(paths_of(event)),
+            tuple(paths_of(event.body)),
             describe(event, width),
             state.superseded_by,
             tuple(state.ratified_by),
