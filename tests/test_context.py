@@ -22,8 +22,8 @@ from gitmem.errors import UsageError
 from gitmem.memory.api import Memory
 from gitmem.memory.describe import short_id
 from gitmem.memory.event import Event
+from gitmem.memory.source import EventSource
 from gitmem.retrieval.context import TIERS, ContextPack, build_context, estimate_tokens
-from gitmem.retrieval.source import EventSource
 from gitmem.storage.clock import wall_us
 
 DAY = 86_400_000_000

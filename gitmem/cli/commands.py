@@ -455,7 +455,7 @@ def decide(
     common: Common = DEFAULT_COMMON,
 ) -> Output:
     """Record a decision KEY=VALUE; it supersedes the active decision on KEY."""
-    from gitmem.memory.api import active_decision_id
+    from gitmem.memory.state import active_decision_id
 
     with _reader(common) as source:  # the index: no walk over every event
         previous = active_decision_id(source, key)
@@ -483,7 +483,7 @@ def ratify(
     id: str, *, note: str = "", who: Who = DEFAULT_WHO, common: Common = DEFAULT_COMMON
 ) -> Output:
     """Ratify a decision, making it binding."""
-    from gitmem.memory.api import active_decision_id
+    from gitmem.memory.state import active_decision_id
 
     with _reader(common) as source:  # resolving the id through the index
         decision = source.get(id)
@@ -680,7 +680,7 @@ def capsule_close(
 ) -> Output:
     """Close a capsule with a summary."""
     from gitmem.capture.active import clear_active
-    from gitmem.memory.api import capsules_in
+    from gitmem.memory.state import capsules_in
 
     with _reader(common) as source:  # the index: no walk over every event
         opened = source.get(id)
@@ -698,7 +698,7 @@ def capsule_list(
     *, open_only: bool = False, all_branches: bool = False, common: Common = DEFAULT_COMMON
 ) -> Output:
     """List capsules."""
-    from gitmem.memory.api import capsules_in
+    from gitmem.memory.state import capsules_in
 
     with _reader(common) as source:
         found = capsules_in(source, all_branches=all_branches)
@@ -722,7 +722,7 @@ def pin(
     common: Common = DEFAULT_COMMON,
 ) -> Output:
     """Pin an event (or summary:CAPSULE) into every context pack; --expires 2026-12-01 or 7d ahead."""
-    from gitmem.memory.api import active_decision_id, pins_in_force
+    from gitmem.memory.state import active_decision_id, pins_in_force
 
     now = wall_us()
     until = None
@@ -750,7 +750,7 @@ def pin(
 @app.command
 def unpin(id: str, *, who: Who = DEFAULT_WHO, common: Common = DEFAULT_COMMON) -> Output:
     """Remove a pin."""
-    from gitmem.memory.api import pins_in_force
+    from gitmem.memory.state import pins_in_force
 
     target, summary = _pin_target(common, id)
     key = ("summary:" if summary else "") + target.id
@@ -772,7 +772,7 @@ def _pin_target(common: Common, id: str) -> tuple[Event, bool]:
 @app.command
 def pins(*, now: str | None = None, common: Common = DEFAULT_COMMON) -> Output:
     """List pins in force (--now makes the answer reproducible)."""
-    from gitmem.memory.api import pins_in_force
+    from gitmem.memory.state import pins_in_force
 
     now_us = now_or_wall(now)
     with _reader(common) as source:

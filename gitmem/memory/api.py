@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 from gitmem.capture.sealer import Draft, Sealer
 from gitmem.errors import AmbiguousIdError, NotFoundError, UsageError
-from gitmem.memory.decisions import DecisionState, active_decision, decision_states
+from gitmem.memory.decisions import DecisionState, decision_states
 from gitmem.memory.event import Event
 from gitmem.memory.follow import TRUNK_TYPES, follow_mode, id_prefix
 from gitmem.memory.query import EventFilter
+from gitmem.memory.state import CapsuleInfo, PinInfo, active_decision_id, capsules_in, pins_in_force
 from gitmem.records import layout
 from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg, CurrentBranch
 from gitmem.records.names import KNOWLEDGE_TYPES
@@ -37,22 +38,6 @@ if TYPE_CHECKING:
 
 
 _LOOK_UP = object()  # Memory.decide: find the decision superseded
-
-
-@dataclass(frozen=True)
-class CapsuleInfo:
-    id: str
-    kind: str
-    intent: str
-    session: str | None
-    opened: int
-    closed: int | None
-    summary: str
-    events: int
-
-    @property
-    def is_open(self) -> bool:
-        return self.closed is None
 
 
 @dataclass(frozen=True)
@@ -86,13 +71,6 @@ class BranchInfo:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
-
-
-@dataclass(frozen=True)
-class PinInfo:
-    pin: Event
-    target: str
-    target_event: Event | None  # None for summary pins
 
 
 class Memory:
@@ -894,78 +872,6 @@ class Memory:
             "spool_pending": len(spool.pending(state)),
             "spool_quarantined": len(spool.quarantined(state)),
         }
-
-
-def capsules_in(source: Any, **kw: Any) -> list[CapsuleInfo]:
-    """The capsules of ``source`` (a :class:`Memory` or an index view), in
-    event order; ``kw`` as for ``source.events``. Through the index only the
-    capsule events are decoded, and the events per capsule are counted in Arrow."""
-    opener = getattr(source, "window", None)
-    if opener is None:
-        events = source.events(**kw)
-        counts: dict[str, int] = {}
-        for event in events:
-            if event.capsule:
-                counts[event.capsule] = counts.get(event.capsule, 0) + 1
-    else:
-        events = source.events(EventFilter(types=["capsule_open", "capsule_close"]), **kw)
-        counts = opener(kw).capsule_counts()
-    closes: dict[str, Event] = {}
-    for event in events:
-        if event.type == "capsule_close" and event.body is not None:
-            closes.setdefault(str(event.field("capsule")), event)
-    out = []
-    for event in events:
-        if event.type != "capsule_open":
-            continue
-        close = closes.get(event.id)
-        out.append(
-            CapsuleInfo(
-                id=event.id,
-                kind=str(event.field("kind", "")),
-                intent=str(event.field("intent", "")),
-                session=event.scope.get("session"),
-                opened=event.time,
-                closed=close.time if close else None,
-                summary=str(close.field("summary", "")) if close else "",
-                events=counts.get(event.id, 0),
-            )
-        )
-    return out
-
-
-def pins_in_force(source: Any, *, now: int, **kw: Any) -> list[PinInfo]:
-    """Pins in force at ``now`` (µs) on the current branch of ``source`` (a
-    :class:`Memory` or an index view): not unpinned, not expired, target not redacted."""
-    active: dict[str, Event] = {}
-    for event in source.events(EventFilter(types=["pin", "unpin"]), **kw):
-        if event.body is None:
-            continue
-        target = str(event.field("target"))
-        if event.type == "unpin":
-            active.pop(target, None)
-        else:
-            active[target] = event
-    result = []
-    for target, pin in active.items():
-        expires = pin.field("expires")
-        if isinstance(expires, int) and expires <= now:
-            continue
-        try:
-            target_event = source.get(target.removeprefix("summary:"))
-        except (NotFoundError, AmbiguousIdError, UsageError):  # not an event's id
-            continue
-        if target_event.redacted:
-            continue
-        result.append(PinInfo(pin, target, None if target.startswith("summary:") else target_event))
-    return result
-
-
-def active_decision_id(source: Any, key: str) -> str | None:
-    """The id of the active decision on ``key`` on the current branch of
-    ``source`` (a :class:`Memory` or an index view), if any."""
-    previous = active_decision(source.events(EventFilter(types=["decision"])), key)
-    return previous.event.id if previous is not None else None
 
 
 def _compact(**fields: Any) -> dict[str, Any]:

@@ -43,17 +43,11 @@ from gitmem.memory.describe import (
 )
 from gitmem.memory.event import Event
 from gitmem.memory.query import paths_overlap
+from gitmem.memory.source import EventSource, branch_kwargs, branch_name
 from gitmem.memory.window import BranchWindow, DecisionBook
 from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg
 from gitmem.retrieval.context import decision_line
-from gitmem.retrieval.source import (
-    EventSource,
-    SearchFn,
-    branch_kwargs,
-    branch_name,
-    query_terms,
-    term_score,
-)
+from gitmem.retrieval.source import SearchFn, query_terms, term_score
 
 __all__ = ["AskResult", "DecisionView", "RelatedEvent", "TimelineEntry", "ask"]
 

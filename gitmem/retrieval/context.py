@@ -33,7 +33,7 @@ a quarter of the budget, a one-count trailer is used (the JSON form always has
 per-tier counts); for a budget too small even for that, the trailer and then
 the title are left out.
 
-**Sources.** A plain :class:`~gitmem.retrieval.source.EventSource` is read
+**Sources.** A plain :class:`~gitmem.memory.source.EventSource` is read
 whole. A source with the ``window`` capability
 (:mod:`gitmem.memory.window`; the index has it) is read by need: the
 pins, unpins and capsule events, the decision ledger and the active
@@ -71,6 +71,7 @@ from gitmem.memory.describe import (
 )
 from gitmem.memory.event import Event
 from gitmem.memory.query import EventFilter, paths_overlap
+from gitmem.memory.source import EventSource, branch_kwargs, branch_name
 from gitmem.memory.window import (
     BranchWindow,
     DecisionBook,
@@ -80,7 +81,7 @@ from gitmem.memory.window import (
     session_key,
 )
 from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg
-from gitmem.retrieval.source import EventSource, SearchFn, branch_kwargs, branch_name, term_search
+from gitmem.retrieval.source import SearchFn, term_search
 from gitmem.retrieval.tokens import chars_for, estimate_tokens
 
 __all__ = [

@@ -1,64 +1,25 @@
-"""What retrieval reads from, and the small helpers context packs and ``ask`` share.
+"""Ranked search as context packs and ``ask`` call it, and its plain fallback.
 
-:class:`EventSource` is the read interface (``gitmem.memory.api.Memory``
-satisfies it; an indexed implementation may replace it). :data:`SearchFn` is
-an optional ranked search; without one, :func:`term_search` matches query
-terms case-insensitively over an event's summary and body text.
+:data:`SearchFn` is an optional ranked search; without one,
+:func:`term_search` matches query terms case-insensitively over an event's
+summary and body text. What they read from is
+:class:`~gitmem.memory.source.EventSource`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from gitmem.memory.describe import visible
 from gitmem.memory.event import Event
-from gitmem.memory.query import EventFilter
-from gitmem.records.brancharg import BranchArg, CurrentBranch
 
 _TERM = re.compile(r"\w+", re.UNICODE)
 
 
-class EventSource(Protocol):
-    """Read access to one repository's memory."""
-
-    @property
-    def branch(self) -> str | None:
-        """The current branch (None: detached HEAD)."""
-        ...
-
-    def events(
-        self,
-        where: EventFilter | None = None,
-        *,
-        branch: Any = ...,
-        all_branches: bool = False,
-        limit: int | None = None,
-        trunk: str | None = None,
-    ) -> list[Event]:
-        """Events in (time, id) order; ``limit`` keeps the last n."""
-        ...
-
-    def get(self, event_id: str) -> Event:
-        """An event by id or unique prefix; raises ``NotFoundError``."""
-        ...
-
-
 SearchFn = Callable[[str, int, Sequence[str]], list[Event]]
 """``(query, limit, allowed event types or () for all) -> events, best first``."""
-
-
-def branch_kwargs(branch: BranchArg) -> dict[str, Any]:
-    """Keyword arguments for :meth:`EventSource.events` selecting ``branch``."""
-    return {} if isinstance(branch, CurrentBranch) else {"branch": branch}
-
-
-def branch_name(source: EventSource, branch: BranchArg) -> str | None:
-    """The branch name a call with ``branch`` reads (None: detached HEAD)."""
-    if isinstance(branch, CurrentBranch) or not (branch is None or isinstance(branch, str)):
-        return source.branch
-    return branch
 
 
 def _strings(value: Any) -> Iterable[str]:

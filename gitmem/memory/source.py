@@ -1,0 +1,48 @@
+"""What readers read from: the store (:class:`~gitmem.memory.api.Memory`) or the
+index (:class:`~gitmem.index.view.IndexView`) behind one protocol.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from gitmem.memory.event import Event
+from gitmem.memory.query import EventFilter
+from gitmem.records.brancharg import BranchArg, CurrentBranch
+
+
+class EventSource(Protocol):
+    """Read access to one repository's memory."""
+
+    @property
+    def branch(self) -> str | None:
+        """The current branch (None: detached HEAD)."""
+        ...
+
+    def events(
+        self,
+        where: EventFilter | None = None,
+        *,
+        branch: BranchArg = ...,
+        all_branches: bool = False,
+        limit: int | None = None,
+        trunk: str | None = None,
+    ) -> list[Event]:
+        """Events in (time, id) order; ``limit`` keeps the last n."""
+        ...
+
+    def get(self, event_id: str) -> Event:
+        """An event by id or unique prefix; raises ``NotFoundError``."""
+        ...
+
+
+def branch_kwargs(branch: BranchArg) -> dict[str, Any]:
+    """Keyword arguments for :meth:`EventSource.events` selecting ``branch``."""
+    return {} if isinstance(branch, CurrentBranch) else {"branch": branch}
+
+
+def branch_name(source: EventSource, branch: BranchArg) -> str | None:
+    """The branch name a call with ``branch`` reads (None: detached HEAD)."""
+    if isinstance(branch, CurrentBranch) or not (branch is None or isinstance(branch, str)):
+        return source.branch
+    return branch
