@@ -182,7 +182,7 @@ def test_worktree_branch_forks_from_the_nearest_branch_in_code_history(tmp_path:
     with Memory.open(wt) as mem:
         assert mem.branch == "wt"
         # the reflogs say only "Created from HEAD" and "reset: moving to HEAD"
-        assert mem._plan("wt").why.startswith("nearest branch in code history")
+        assert mem.plan("wt").why.startswith("nearest branch in code history")
         on_wt = mem.note("in the worktree")
     # main and b are both ancestors in code; b is nearer
     t = trailers(repo, fork_commit_of(repo, "wt"))

@@ -338,7 +338,7 @@ class IndexView:
         from gitmem.memory.api import Memory
 
         with Memory(self.location, self.config) as mem:
-            plan = mem._plan(branch, tips=dict(self.manifest.tips))
+            plan = mem.plan(branch, tips=dict(self.manifest.tips))
         if plan.kind in ("rename", "fork") and plan.source:
             return layout.branch_ref(plan.source)
         return None

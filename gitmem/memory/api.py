@@ -34,6 +34,7 @@ from gitmem.storage.ledger import FlushResult, Ledger, Located, Sealed
 from gitmem.storage.locate import RepoLocation, locate, memory_branch
 
 if TYPE_CHECKING:
+    from gitmem.branches.fork import StartPlan
     from gitmem.sync.protocol import SyncReport
 
 
@@ -237,13 +238,16 @@ class Memory:
 
         return trunk_branch(self.location, self.backend, self.config)
 
-    def _plan(
+    def plan(
         self,
         branch: str,
         hint: str | None = None,
         code: str | None = None,
         tips: dict[str, str] | None = None,
-    ) -> Any:
+    ) -> StartPlan:
+        """Where ``branch``'s memory starts (or would start): a fork of another
+        branch's memory, a rename, or a new root (see :mod:`gitmem.branches.fork`).
+        ``tips``: the memory ref tips to plan against (default: the current ones)."""
         from gitmem.branches.fork import plan_start
 
         return plan_start(
@@ -266,7 +270,7 @@ class Memory:
         if branch is None:
             return None
         tips = self.ledger.memory_refs()
-        plan = self._plan(branch, hint, code, tips)
+        plan = self.plan(branch, hint, code, tips)
         source_tip = tips.get(layout.branch_ref(plan.source)) if plan.source else None
         if plan.kind == "rename":
             # The old chain continues; a fork commit under the new name carries
@@ -755,7 +759,7 @@ class Memory:
         ref = layout.branch_ref(branch)
         if ref in self._per_ref or branch is None:
             return self._per_ref.get(ref, [])
-        plan = self._plan(branch)
+        plan = self.plan(branch)
         if plan.kind in ("rename", "fork") and plan.source:
             return self._per_ref.get(layout.branch_ref(plan.source), [])
         return []
