@@ -37,7 +37,7 @@ from retrieval import GENERATE, PHASE  # noqa: E402
 
 HOT = r"""
 import json, statistics, sys, time
-from gitmem.cli.retrieve import _search_fn
+from gitmem.app.retrieve import search_fn as _search_fn
 from gitmem.index.view import IndexView
 from gitmem.memory.api import Memory
 from gitmem.retrieval.ask import ask

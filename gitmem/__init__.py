@@ -13,12 +13,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from gitmem.memory.api import Memory
+    from gitmem.app.memory import Memory
 
 
 def __getattr__(name: str) -> Any:
     if name == "Memory":
-        from gitmem.memory.api import Memory
+        from gitmem.app.memory import Memory
 
         return Memory
     raise AttributeError(f"module 'gitmem' has no attribute {name!r}")

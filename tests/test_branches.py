@@ -20,7 +20,7 @@ from conftest import cli, fsck, git, init_repo, raw_id_counts, ref_tip
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gitmem.memory.api import Memory
+from gitmem import Memory
 from gitmem.records import layout
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -642,7 +642,7 @@ def test_merge_order_does_not_matter(plan) -> None:
 WRITER = r"""
 import os, sys, time
 go, repo, tag, count, branch = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
-from gitmem.memory.api import Memory
+from gitmem import Memory
 with Memory.open(repo) as mem:
     while not os.path.exists(go):
         time.sleep(0.005)

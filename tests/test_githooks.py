@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from conftest import cli, fsck, git, init_repo, raw_id_counts, ref_tip
 
+from gitmem import Memory
 from gitmem.githooks.script import MARKER
-from gitmem.memory.api import Memory
 from gitmem.memory.event import Event
 
 HOOKS = ["post-checkout", "post-merge", "post-commit", "post-rewrite"]

@@ -9,7 +9,7 @@ from conftest import fsck, git, init_repo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gitmem.memory.api import Memory
+from gitmem import Memory
 from gitmem.records import layout
 from gitmem.storage import heads
 from gitmem.storage.objects import ObjectBatch

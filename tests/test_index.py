@@ -25,13 +25,13 @@ from conftest import cli, fsck, git, init_repo, make_repo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gitmem import Memory
 from gitmem.errors import NotFoundError
 from gitmem.index import table as tables
 from gitmem.index.fulltext import analyze
 from gitmem.index.refresh import index_root, is_fresh, read_manifest, refresh
 from gitmem.index.vectors import VECTORS_FILE, key64
 from gitmem.index.view import IndexView
-from gitmem.memory.api import Memory
 from gitmem.memory.describe import event_text
 from gitmem.memory.event import Event
 from gitmem.memory.query import EventFilter

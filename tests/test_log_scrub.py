@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conftest import init_repo, run_cli
 
-from gitmem.cli.main import _log_internal_error
+from gitmem.cli.main import log_internal_error
 from gitmem.githooks.run import log
 from gitmem.storage.locate import locate
 
@@ -51,7 +51,7 @@ def test_exception_text_and_traceback_are_scrubbed(tmp_path: Path) -> None:
     try:
         push()
     except RuntimeError as exc:
-        where = _log_internal_error(exc, ["push", "--token", GH_PAT, "-C", str(repo)])
+        where = log_internal_error(exc, ["push", "--token", GH_PAT, "-C", str(repo)])
     assert where == str(_state(repo) / "log" / "cli.log")
     text = Path(where).read_text()
     assert (

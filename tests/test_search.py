@@ -19,11 +19,11 @@ from conftest import cli, git, init_repo, make_repo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gitmem import Memory
 from gitmem.capture.sealer import Draft
 from gitmem.errors import UsageError
 from gitmem.index.refresh import refresh
 from gitmem.index.view import IndexView
-from gitmem.memory.api import Memory
 from gitmem.memory.query import EventFilter
 from gitmem.retrieval.search import (
     DAY_US,

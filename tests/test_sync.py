@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import gitmem.sync.transport as transport
-from gitmem.memory.api import Memory
+from gitmem import Memory
 from gitmem.sync.protocol import SyncReport
 
 SECRET = "s3cr3t-value-xyz"

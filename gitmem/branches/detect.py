@@ -27,13 +27,13 @@ from gitmem.records import layout
 from gitmem.storage import heads
 
 if TYPE_CHECKING:
-    from gitmem.memory.api import Memory
+    from gitmem.branches.store import ChainStore
 
 
 class _Forks:
     """Fork records by (tip, branch), cached for one detection run."""
 
-    def __init__(self, memory: Memory) -> None:
+    def __init__(self, memory: ChainStore) -> None:
         self.memory = memory
         self.cache: dict[tuple[str, str], tuple[str | None, str | None] | None] = {}
 
@@ -45,7 +45,7 @@ class _Forks:
         return None if found is None else found[1]
 
 
-def _ancestor(memory: Memory, a: str | None, b: str | None) -> bool:
+def _ancestor(memory: ChainStore, a: str | None, b: str | None) -> bool:
     backend = memory.backend
     return bool(a and b and backend.has_object(a) and backend.has_object(b)) and (
         backend.is_ancestor(a, b)  # type: ignore[arg-type]
@@ -53,7 +53,7 @@ def _ancestor(memory: Memory, a: str | None, b: str | None) -> bool:
 
 
 def merged_into(
-    memory: Memory,
+    memory: ChainStore,
     target: str,
     *,
     target_code: str | None = None,
@@ -79,7 +79,7 @@ def merged_into(
             continue
         if target_tip is not None and backend.is_ancestor(tip, target_tip):
             continue
-        source_code = code_tip(backend, source) or memory.last_linked_commit(source)
+        source_code = code_tip(backend, source) or last_linked_commit(memory, source)
         if not _ancestor(memory, source_code, target_code):
             continue
         if before is not None and _ancestor(memory, source_code, before):
@@ -98,7 +98,7 @@ def merged_into(
     return found
 
 
-def code_merges(memory: Memory, targets: list[str]) -> list[tuple[str, str]]:
+def code_merges(memory: ChainStore, targets: list[str]) -> list[tuple[str, str]]:
     """(source, target) pairs for every target branch, for ``git edda pull``."""
     forks = _Forks(memory)
     pairs: list[tuple[str, str]] = []
@@ -106,3 +106,37 @@ def code_merges(memory: Memory, targets: list[str]) -> list[tuple[str, str]]:
         for source in merged_into(memory, target, forks=forks):
             pairs.append((source, target))
     return pairs
+
+
+def last_linked_commit(store: ChainStore, branch: str) -> str | None:
+    """The newest code commit linked in ``branch``'s own memory."""
+    newest: tuple[int, str] | None = None
+    links = [e for e in store.events(branch=branch, trunk="none") if e.type == "commit_link"]
+    rewrites = commit_rewrites(store) if links else {}
+    for event in links:
+        sha = event.field("sha")
+        if isinstance(sha, str) and (newest is None or event.time > newest[0]):
+            newest = (event.time, resolve_commit(store, sha, rewrites))
+    return None if newest is None else newest[1]
+
+
+def commit_rewrites(store: ChainStore) -> dict[str, str]:
+    """old code sha -> newest sha it was rewritten to (amend, rebase)."""
+    mapping: dict[str, str] = {}
+    for event in store.events(all_branches=True):
+        if event.type != "commit_rewrite":
+            continue
+        for pair in event.field("map", []) or []:
+            if isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair):
+                mapping[pair[0]] = pair[1]
+    return mapping
+
+
+def resolve_commit(store: ChainStore, sha: str, rewrites: dict[str, str] | None = None) -> str:
+    """Follow amend/rebase rewrites from ``sha`` to the commit that replaced it."""
+    mapping = commit_rewrites(store) if rewrites is None else rewrites
+    seen = {sha}
+    while sha in mapping and mapping[sha] not in seen:
+        sha = mapping[sha]
+        seen.add(sha)
+    return sha

@@ -115,7 +115,7 @@ def check_draft(draft: Draft, limits: Limits | None = None, now_us: int | None =
             f"the event's capsule {draft.capsule!r:.60} is not a capsule id",
             "give the 32-digit id of a capsule_open event ('git edda capsule list')",
         )
-    if isinstance(draft.branch, str):
+    if not isinstance(draft.branch, CurrentBranch) and draft.branch is not None:
         why = branch_problem(draft.branch)
         if why:
             raise UsageError(

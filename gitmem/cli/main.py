@@ -48,7 +48,7 @@ def _repo_option(argv: Sequence[str]) -> str | None:
     return repo
 
 
-def _log_internal_error(exc: BaseException, argv: Sequence[str]) -> str | None:
+def log_internal_error(exc: BaseException, argv: Sequence[str]) -> str | None:
     """Append the command line and traceback, secrets masked, to the cli.log of
     the repository the command ran on; return its path (None if it cannot)."""
     try:
@@ -131,7 +131,7 @@ def run(argv: Sequence[str]) -> int:
         print("git edda: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
-        where = _log_internal_error(exc, argv)
+        where = log_internal_error(exc, argv)
         detail = f" (details in {where})" if where else ""
         message = _masked(str(exc))
         print(f"git edda: internal error: {type(exc).__name__}: {message}{detail}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""The retrieval commands: ``index``, ``search``, ``context`` and ``ask``.
+"""Retrieval commands: ``index``, ``search``, ``context`` and ``ask``.
 
 They read memory through the sidecar indexes (:mod:`gitmem.index`), which
 each of them refreshes first when memory has moved.
@@ -9,23 +9,28 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from gitmem.cli.commands import (
+from gitmem.app import retrieve
+from gitmem.cli.root import (
     DEFAULT_COMMON,
+    DEFAULT_FILTERS,
     MAX_ASK,
     MAX_BUDGET,
     MAX_RESULTS,
     Common,
+    FilterOptions,
     Output,
     app,
     check_branch,
-    event_filter,
     in_range,
     now_or_wall,
 )
-from gitmem.memory.query import EventFilter
 from gitmem.memory.timespec import format_time
+from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg
+
+if TYPE_CHECKING:
+    from gitmem.retrieval.search import Hit
 
 
 @contextmanager
@@ -54,10 +59,9 @@ def _progress_bar() -> Iterator[Callable[[str, int, int], None]]:
             bar.close()
 
 
-def _view(common: Common, *, embed: bool = True) -> Any:
-    from gitmem.index.view import IndexView
-
-    return IndexView.open(common.repo, embed=embed)
+def _branch(branch: str | None) -> BranchArg:
+    check_branch("--branch", branch)
+    return CURRENT_BRANCH if branch is None else branch
 
 
 @app.command
@@ -70,12 +74,16 @@ def index(
     time (with a progress bar) or recovering from a damaged index. It checks
     every byte of the index against its checksums (queries re-read only files
     changed on disk since they were last checked).
-    """
-    from gitmem.index.refresh import refresh
-    from gitmem.memory.api import Memory
 
-    with Memory.open(common.repo) as mem, _progress_bar() as progress:
-        report = refresh(mem, rebuild=rebuild, embed=not no_embed, progress=progress, deep=True)
+    Parameters
+    ----------
+    rebuild
+        Build from scratch.
+    no_embed
+        Skip embeddings (full-text search only until a query embeds them).
+    """
+    with _progress_bar() as progress:
+        report = retrieve.index(common.repo, rebuild=rebuild, embed=not no_embed, progress=progress)
     text = {
         "none": f"index up to date ({report.events} events)",
         "incremental": f"indexed {report.added} new events ({report.events} in all)",
@@ -95,16 +103,9 @@ def index(
 def search(
     query: str,
     *,
-    type: list[str] | None = None,
+    filters: FilterOptions = DEFAULT_FILTERS,
     branch: str | None = None,
     all_branches: bool = False,
-    session: list[str] | None = None,
-    capsule: list[str] | None = None,
-    actor: list[str] | None = None,
-    tag: list[str] | None = None,
-    path: list[str] | None = None,
-    since: str | None = None,
-    until: str | None = None,
     limit: int = 10,
     mode: Literal["hybrid", "lexical", "vector"] = "hybrid",
     advanced: bool = False,
@@ -114,40 +115,39 @@ def search(
 ) -> Output:
     """Search memory: full text and meaning, fused, with a little recency.
 
-    Filters narrow what is searched before ranking. --advanced passes the
-    query to Tantivy's syntax (field:value, AND, "phrases"); otherwise any
-    text is safe. --explain shows each score's parts and where a hit came
-    from; --now fixes the clock for reproducible output.
-    """
-    from gitmem.retrieval.search import search as run_search
+    Filters narrow what is searched before ranking.
 
+    Parameters
+    ----------
+    query
+        What to look for (any text; see --advanced).
+    branch
+        Search this branch's memory instead of the current branch's.
+    all_branches
+        Search every branch's memory.
+    limit
+        How many results (1 to 10,000).
+    mode
+        hybrid (full text and meaning), lexical (full text only) or vector (meaning only).
+    advanced
+        Read the query in Tantivy's syntax (field:value, AND, "phrases").
+    explain
+        Show each score's parts and where a hit came from.
+    now
+        The time recency and --since/--until count from (reproducible output).
+    """
     in_range("--limit", limit, 1, MAX_RESULTS)
-    check_branch("--branch", branch)
-    now_us = now_or_wall(now)
-    view = _view(common)
-    where = event_filter(
-        view,
-        include_redacted=False,
-        type=type,
-        session=session,
-        capsule=capsule,
-        actor=actor,
-        tag=tag,
-        path=path,
-        since=since,
-        until=until,
-        now_us=now_us,
+    result = retrieve.search(
+        common.repo,
+        query,
+        now_us=now_or_wall(now),
+        filters=filters.filters(),
+        branch=_branch(branch),
+        all_branches=all_branches,
+        limit=limit,
+        mode=mode,
+        advanced=advanced,
     )
-    kw: dict[str, Any] = {"all_branches": all_branches}
-    if branch is not None:
-        kw["branch"] = branch
-    result = run_search(
-        view, query, limit=limit, where=where, now=now_us, mode=mode, advanced=advanced, **kw
-    )
-    if view.stale:
-        result.warnings.append(
-            "another process is updating the index: results may miss the newest events"
-        )
     lines = []
     for rank, hit in enumerate(result.hits, 1):
         e = hit.event
@@ -157,11 +157,10 @@ def search(
     text = "\n".join(lines) or "no matches"
     if result.warnings:
         text += "".join(f"\nwarning: {w}" for w in result.warnings)
-    data = result.to_json()
-    return Output(data, text)
+    return Output(result.to_json(), text)
 
 
-def _explain(hit: Any) -> list[str]:
+def _explain(hit: Hit) -> list[str]:
     from gitmem.retrieval.search import RECENCY_WEIGHT, RELEVANCE_WEIGHT, RRF_K
 
     lex = (
@@ -187,39 +186,6 @@ def _explain(hit: Any) -> list[str]:
     ]
 
 
-def _search_fn(view: Any, now_us: int) -> Any:
-    """The hybrid search as the context and ask builders call it."""
-    from gitmem.retrieval.search import search as run_search
-
-    def hits(query: str, limit: int, types: Any) -> list[Any]:
-        where = EventFilter(types=tuple(types), include_redacted=False)
-        return [h.event for h in run_search(view, query, limit=limit, where=where, now=now_us).hits]
-
-    return hits
-
-
-def _files_in_play(view: Any) -> list[str]:
-    """Files changed in the working tree (staged, unstaged, untracked)."""
-    from gitmem.storage.locate import read_git_output
-
-    if view.location.workdir is None:
-        return []
-    out = read_git_output(
-        ["status", "--porcelain=v1", "-z", "--untracked-files=normal"], view.location.cwd
-    )
-    paths = []
-    entries = (out or b"").decode("utf-8", "replace").split("\0")
-    skip = False
-    for entry in entries:
-        if skip:  # the source path of a rename
-            skip = False
-            continue
-        if len(entry) > 3:
-            paths.append(entry[3:])
-            skip = entry[0] in "RC"
-    return sorted(set(paths))
-
-
 @app.command
 def context(
     query: str | None = None,
@@ -238,28 +204,28 @@ def context(
     the files changed in the working tree), hits for QUERY, recent activity.
     Items are kept or dropped whole; a trailer says what was dropped. Every
     line carries an id that 'git edda show ID' expands.
-    """
-    from gitmem.capture.active import read_active
-    from gitmem.retrieval.context import build_context
 
+    Parameters
+    ----------
+    query
+        What the agent is about to do (adds the best search hits).
+    budget
+        The pack's size in tokens (1 to 1,000,000).
+    path
+        A file in play (repeatable; default: the files changed in the working tree).
+    branch
+        Build the pack from this branch's memory.
+    now
+        The time the pack is built for (reproducible output).
+    """
     in_range("--budget", budget, 1, MAX_BUDGET)
-    check_branch("--branch", branch)
-    now_us = now_or_wall(now)
-    view = _view(common)
-    active = read_active(view.location)
-    kw: dict[str, Any] = {}
-    if branch is not None:
-        kw["branch"] = branch
-    pack = build_context(
-        view,
-        query=query,
+    pack = retrieve.context(
+        common.repo,
+        query,
+        now_us=now_or_wall(now),
         budget=budget,
-        now=now_us,
-        search=_search_fn(view, now_us),
-        paths=path if path is not None else _files_in_play(view),
-        active_capsule=active.get("capsule"),
-        session=active.get("session"),
-        **kw,
+        paths=path,
+        branch=_branch(branch),
     )
     return Output(pack.to_json(), pack.to_markdown())
 
@@ -277,18 +243,27 @@ def ask(
     """Ask about decisions: no QUERY gives an overview of active decisions; a
     decision key gives its timeline (supersessions, ratifications); other text
     ranks decisions with their related commits, notes and checkpoints.
-    --all includes superseded decisions.
-    """
-    from gitmem.retrieval.ask import ask as run_ask
 
+    Parameters
+    ----------
+    query
+        A decision key, or text to rank decisions by.
+    all
+        Include superseded decisions.
+    branch
+        Ask this branch's memory.
+    limit
+        How many decisions (1 to 1,000).
+    now
+        The time recency counts from (reproducible output).
+    """
     in_range("--limit", limit, 1, MAX_ASK)
-    check_branch("--branch", branch)
-    now_us = now_or_wall(now)
-    view = _view(common)
-    kw: dict[str, Any] = {}
-    if branch is not None:
-        kw["branch"] = branch
-    result = run_ask(
-        view, query, include_superseded=all, search=_search_fn(view, now_us), limit=limit, **kw
+    result = retrieve.ask(
+        common.repo,
+        query,
+        now_us=now_or_wall(now),
+        include_superseded=all,
+        branch=_branch(branch),
+        limit=limit,
     )
     return Output(result.to_json(), result.to_markdown())

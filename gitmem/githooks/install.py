@@ -28,6 +28,9 @@ from gitmem.errors import UsageError
 from gitmem.githooks.script import CHAINED_SUFFIX, HOOKS, OPTIONAL_HOOKS, is_ours, render
 from gitmem.storage.locate import RepoLocation, run_git
 
+# The directory holding the gitmem package (what hooks put on sys.path).
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 
 @dataclass
 class HookReport:
@@ -143,15 +146,13 @@ def install(
     A hooks directory inside the work tree (:func:`shared_hooks_dir`) is
     refused with a UsageError unless ``shared_ok``.
     """
-    import gitmem
-
     directory = hooks_dir(location)
     if not shared_ok:
         check_hooks_dir(location, directory)
     os.makedirs(directory, exist_ok=True)
     report = HookReport(directory)
     python = sys.executable
-    pkgpath = os.path.dirname(os.path.dirname(os.path.abspath(gitmem.__file__)))
+    pkgpath = PACKAGE_PARENT
     wanted = list(HOOKS)
     if pre_push or "pre-push" in installed_hooks(location):
         wanted.append("pre-push")

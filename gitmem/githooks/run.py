@@ -43,6 +43,9 @@ from gitmem.storage.locate import (
     read_git_output,
 )
 
+# The directory holding the gitmem package (what hooks put on sys.path).
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -130,10 +133,8 @@ def has_memory(location: RepoLocation) -> bool:
 def spawn_worker(location: RepoLocation, job: str, *args: str, wait: bool = False) -> None:
     """Start ``python -m gitmem.githooks.worker`` (with site-packages, unlike this
     process), output to hooks.log. Detached in its own session unless ``wait``."""
-    import gitmem
-
     env = {k: v for k, v in os.environ.items() if k not in GIT_LOCAL_ENV_VARS}
-    package_root = os.path.dirname(os.path.dirname(os.path.abspath(gitmem.__file__)))
+    package_root = PACKAGE_PARENT
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     env["GIT_TERMINAL_PROMPT"] = "0"
     log_dir = os.path.join(location.state_path, "log")

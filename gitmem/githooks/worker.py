@@ -23,11 +23,13 @@ LOCK_WAIT = 2.0  # seconds the worker waits for any lock before leaving its work
 
 def run_job(job: str, repo: str, *args: str) -> str:
     """Do ``job`` for the repository at ``repo``; returns a one-line summary."""
+    from gitmem.branches.chains import apply_intents
     from gitmem.memory.api import Memory
+    from gitmem.sync.protocol import sync
 
     with Memory.open(repo) as memory:
         if job == "apply":
-            merges = memory.apply_intents()
+            merges = apply_intents(memory)
             flushed = memory.flush()
             return (
                 f"applied intents ({len(merges)} memory merge(s)), flushed {flushed.events}"
@@ -36,7 +38,7 @@ def run_job(job: str, repo: str, *args: str) -> str:
         if job == "index":
             return _refresh_index(memory)
         if job == "push":
-            report = memory.sync(args[0] if args else None, pull=False, prompt=False)
+            report = sync(memory, args[0] if args else None, pull=False, prompt=False)
             return f"pushed memory to {report.remote}: {len(report.pushed)} ref(s)"
     raise ValueError(f"unknown job {job!r}")
 

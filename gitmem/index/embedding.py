@@ -18,7 +18,7 @@ from gitmem.errors import GitmemError, IndexDamagedError
 from gitmem.index.vectors import VECTORS_FILE, Vectors, rebuild
 
 if TYPE_CHECKING:
-    from gitmem.index.refresh import Manifest, Progress, RefreshReport, _State
+    from gitmem.index.refresh import Manifest, Progress, RefreshReport, RefreshState
     from gitmem.memory.api import Memory
 
 EMBED_DIR = "embeddings"
@@ -49,7 +49,7 @@ class VectorSync:
         self,
         mem: Memory,
         root: Path,
-        state: _State,
+        state: RefreshState,
         manifest: Manifest,
         report: RefreshReport,
         progress: Progress,

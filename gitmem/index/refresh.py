@@ -313,7 +313,7 @@ class _Builder:
             return self._full(tips, payloads, reason)
         assert manifest is not None
         try:
-            state = _State.open(self.root / manifest.generation, manifest, deep=deep)
+            state = RefreshState.open(self.root / manifest.generation, manifest, deep=deep)
         except IndexDamagedError as exc:
             return self._full(tips, payloads, f"damaged sidecar ({exc})")
         if tips == manifest.tips and payloads == manifest.payloads:
@@ -348,7 +348,7 @@ class _Builder:
         directory = self.root / generation
         directory.mkdir()
         manifest = Manifest(INDEX_VERSION, generation, "fulltext", {}, None, 0, None, None, None, 0)
-        state = _State.create(directory, manifest)
+        state = RefreshState.create(directory, manifest)
         report = RefreshReport("full", reason=reason)
         try:
             self._apply(state, manifest, tips, payloads, report)
@@ -367,7 +367,7 @@ class _Builder:
     # -- walking new commits -------------------------------------------------------
     def _apply(
         self,
-        state: _State,
+        state: RefreshState,
         manifest: Manifest,
         tips: dict[str, str],
         payloads: str | None,
@@ -447,7 +447,7 @@ class _Builder:
         self._commit(state, manifest, tips, payloads, report)
 
     def _altered(
-        self, state: _State, before: str | None, after: str | None, tree: str | None
+        self, state: RefreshState, before: str | None, after: str | None, tree: str | None
     ) -> list[dict[str, Any]]:
         """Rows whose payload bytes changed since the last refresh and no longer
         match their envelope, remade without a body (the old text kept aside
@@ -488,7 +488,7 @@ class _Builder:
     # -- vectors ---------------------------------------------------------------------
     def _vectors(
         self,
-        state: _State,
+        state: RefreshState,
         manifest: Manifest,
         report: RefreshReport,
         *,
@@ -500,7 +500,7 @@ class _Builder:
         sync = VectorSync(self.mem, self.root, state, manifest, report, self.progress)
         sync.run(new_texts, list(redacted), enabled=self.embed)
 
-    def _vouch(self, state: _State, manifest: Manifest) -> dict[str, str]:
+    def _vouch(self, state: RefreshState, manifest: Manifest) -> dict[str, str]:
         """Checksum the generation's files as they are now (only files new or
         rewritten since their last checksum are read) and record them in
         ``written.json``: should this process die before writing the manifest,
@@ -516,7 +516,7 @@ class _Builder:
 
     def _commit(
         self,
-        state: _State,
+        state: RefreshState,
         manifest: Manifest,
         tips: dict[str, str],
         payloads: str | None,
@@ -666,7 +666,7 @@ def _docs(rows: list[dict[str, Any]]) -> Iterator[Any]:
         yield TextDoc(row["id"], row["key64"], row["text"])
 
 
-class _State:
+class RefreshState:
     """The files of one generation, loaded for updating."""
 
     def __init__(self, directory: Path, events: Any, members: Any, fulltext: Any) -> None:
@@ -678,7 +678,7 @@ class _State:
         self.dropped_vectors = ""  # why a damaged vector index was removed on opening
 
     @classmethod
-    def open(cls, directory: Path, manifest: Manifest, *, deep: bool = False) -> _State:
+    def open(cls, directory: Path, manifest: Manifest, *, deep: bool = False) -> RefreshState:
         """The generation's files, checked against the manifest first: damaged
         tables or full text raise IndexDamagedError (the caller builds anew);
         a damaged vector index is removed and rebuilt by the vector sync."""
@@ -717,7 +717,7 @@ class _State:
         return state
 
     @classmethod
-    def create(cls, directory: Path, manifest: Manifest) -> _State:
+    def create(cls, directory: Path, manifest: Manifest) -> RefreshState:
         events = tables.from_rows([], tables.event_schema())
         members = tables.from_rows([], tables.member_schema())
         state = cls(directory, events, members, None)

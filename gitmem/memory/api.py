@@ -13,10 +13,10 @@ print and never exit.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Self
 
+from gitmem.branches.chains import apply_intents, chain_start
 from gitmem.capture.sealer import Draft, Sealer
 from gitmem.errors import AmbiguousIdError, NotFoundError, UsageError
 from gitmem.memory.decisions import DecisionState, decision_states
@@ -35,43 +35,9 @@ from gitmem.storage.locate import RepoLocation, locate, memory_branch
 
 if TYPE_CHECKING:
     from gitmem.branches.fork import StartPlan
-    from gitmem.sync.protocol import SyncReport
 
 
 _LOOK_UP = object()  # Memory.decide: find the decision superseded
-
-
-@dataclass(frozen=True)
-class MergeResult:
-    """What ``git edda merge`` (or a hook, or a pull) did to one memory branch."""
-
-    source: str
-    into: str
-    outcome: str  # "up-to-date", "fast-forward", "merged" or "created"
-    before: str | None
-    after: str | None
-    events: int  # events the target gained
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class BranchInfo:
-    """One memory branch, as ``git edda branches`` lists it."""
-
-    name: str | None  # None: the detached-HEAD chain
-    ref: str
-    tip: str
-    events: int
-    git_branch: bool  # a local git branch of this name exists
-    current: bool
-    trunk: bool
-    fork_source: str | None
-    fork_code: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class Memory:
@@ -92,12 +58,11 @@ class Memory:
         self._per_ref: dict[str, list[Located]] = {}
         self._events: dict[str, Event] = {}
         self.ledger.chain_start = self._chain_start
-        self._applying = False
 
     @classmethod
     def open(
         cls, path: str | os.PathLike[str] | None = None, *, backend: str | None = None
-    ) -> Memory:
+    ) -> Self:
         """Open the memory of the repository containing ``path`` (default: cwd)."""
         location = locate(path)
         return cls(location, read_config(location), backend)
@@ -105,7 +70,7 @@ class Memory:
     def close(self) -> None:
         self.backend.close()
 
-    def __enter__(self) -> Memory:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -123,66 +88,6 @@ class Memory:
         if self._sealer is None:
             self._sealer = Sealer(self.location, self.config)
         return self._sealer
-
-    def init(
-        self,
-        *,
-        hooks: bool = True,
-        pre_push: bool = False,
-        bootstrap: bool = True,
-        hooks_path_ok: bool = False,
-    ) -> dict[str, Any]:
-        """Set gitmem up (idempotent): state dir, git hooks, and when this clone
-        has no memory but its remote does, a first pull. Returns what was done.
-
-        Refuses (UsageError, before anything is written) to install hooks into
-        a ``core.hooksPath`` inside the work tree unless ``hooks_path_ok``."""
-        if hooks and not hooks_path_ok:
-            from gitmem.githooks.install import check_hooks_dir
-
-            check_hooks_dir(self.location)
-        self.location.state_dir.mkdir(parents=True, exist_ok=True)
-        self.flush()
-        info: dict[str, Any] = {
-            "repository": str(self.location.workdir or self.location.git_dir),
-            "state_dir": str(self.location.state_dir),
-            "branch": self.branch,
-            "memory_ref": layout.branch_ref(self.branch),
-            "backend": self.backend.name,
-            "hooks": None,
-            "bootstrap": None,
-        }
-        if hooks:
-            from gitmem.githooks.install import install
-
-            report = install(self.location, pre_push=pre_push, shared_ok=hooks_path_ok)
-            info["hooks"] = report.to_json()
-        if bootstrap and not self.ledger.memory_refs():
-            info["bootstrap"] = self._bootstrap()
-        return info
-
-    def _bootstrap(self) -> dict[str, Any] | None:
-        """Pull from the default remote when it has memory and we have none."""
-        from gitmem.errors import GitmemError
-        from gitmem.sync import transport
-
-        try:
-            remote = transport.resolve_remote(self.location, self.config, None)
-        except UsageError:
-            return None  # no remote: nothing to bootstrap from
-        try:
-            if not transport.remote_has_memory(self.location, remote, prompt=False):
-                return {"remote": remote.name, "pulled": False}
-            report = self.sync(remote.name, push=False)
-        except GitmemError as exc:
-            return {"remote": remote.name, "pulled": False, "error": str(exc)}
-        return {"remote": remote.name, "pulled": True, "report": report.to_json()}
-
-    def uninstall_hooks(self) -> dict[str, Any]:
-        """Remove gitmem's git hooks, restoring the ones they chained. Memory stays."""
-        from gitmem.githooks.install import uninstall
-
-        return uninstall(self.location).to_json()
 
     # writing --------------------------------------------------------------------
     def append(
@@ -220,14 +125,14 @@ class Memory:
                 )
             )
         sealed = [Sealed(env, body) for env, body in self.sealer.seal(checked)]
-        self.apply_intents()
+        apply_intents(self)
         commits = self.ledger.append(sealed)
         return [Event(s.envelope, s.body, s.ref, commits[s.ref]) for s in sealed]
 
     def flush(self) -> FlushResult:
         """Apply what git hooks recorded (forks, merges), then commit events
         waiting in the capture spool."""
-        self.apply_intents()
+        apply_intents(self)
         return self.ledger.flush_spool()
 
     # branches -------------------------------------------------------------------
@@ -264,277 +169,12 @@ class Memory:
         self, batch: Any, ref: str, hint: str | None = None, code: str | None = None
     ) -> str | None:
         """The parent for a chain that does not exist yet (Ledger.chain_start)."""
-        from gitmem.storage import heads
+        return chain_start(self, batch, ref, hint, code)
 
-        branch = layout.branch_of_ref(ref)
-        if branch is None:
-            return None
-        tips = self.ledger.memory_refs()
-        plan = self.plan(branch, hint, code, tips)
-        source_tip = tips.get(layout.branch_ref(plan.source)) if plan.source else None
-        if plan.kind == "rename":
-            # The old chain continues; a fork commit under the new name carries
-            # the old one's fork record, which merge detection needs.
-            assert plan.source is not None and source_tip is not None
-            origin = heads.find_fork(self.backend, source_tip, plan.source)
-            return heads.fork_commit(
-                self.backend,
-                batch,
-                branch,
-                source=origin[0] if origin else None,
-                source_tip=source_tip,
-                code=origin[1] if origin else plan.code,
-                renamed_from=plan.source,
-            )
-        if plan.kind == "root" or (source_tip is None and plan.code is None):
-            return None
-        return heads.fork_commit(
-            self.backend,
-            batch,
-            branch,
-            source=plan.source,
-            source_tip=source_tip,
-            code=plan.code,
-        )
-
-    def fork(self, branch: str, *, hint: str | None = None, code: str | None = None) -> str | None:
-        """Start ``branch``'s memory now (what post-checkout does for a new
-        branch); returns its tip, or None when it starts empty. A branch that
-        already has memory is left alone."""
-        from gitmem.storage.backends.base import transact
-        from gitmem.storage.objects import ObjectBatch
-
-        ref = layout.branch_ref(branch)
-        with self.ledger.locked():
-
-            def build(current: Any) -> dict[str, str | None]:
-                if current[ref] is not None:
-                    return {ref: current[ref]}
-                batch = ObjectBatch()
-                tip = self._chain_start(batch, ref, hint, code)
-                self.ledger._write(batch)
-                return {ref: tip}
-
-            existing = self.backend.read_ref(ref)
-            if existing is not None:
-                return existing
-            return transact(self.backend, [ref], build)[ref]
-
-    def merge(self, source: str, into: BranchArg = CURRENT_BRANCH) -> MergeResult:
-        """Merge ``source``'s memory into ``into`` (default: the current branch).
-
-        For squash and rebase merges, which git cannot tell apart from new
-        work. The merge commit is canonical (spec/sync.md): merging the same
-        memory anywhere gives the same commit.
-        """
-        target = self.branch if isinstance(into, CurrentBranch) else into
-        if not target:
-            raise UsageError(
-                "HEAD is detached: there is no branch to merge memory into",
-                "check out the branch, or pass --into BRANCH",
-            )
-        if source == target:
-            raise UsageError(f"cannot merge {source!r} into itself")
-        with self.ledger.locked():
-            self.flush()
-            tips = self.ledger.memory_refs()
-            source_tip = tips.get(layout.branch_ref(source))
-            if source_tip is None:
-                raise NotFoundError(
-                    f"branch {source!r} has no memory",
-                    "list memory branches with 'git edda branches'",
-                )
-            return self._join(source, target, source_tip)
-
-    def _join(self, source: str, target: str, source_tip: str) -> MergeResult:
-        ref = layout.branch_ref(target)
-        before, after = self.ledger.join(ref, [source_tip])
-        if before == after:
-            outcome = "up-to-date"
-        elif before is None:
-            outcome = "created"
-        elif after == source_tip:
-            outcome = "fast-forward"
-        else:
-            outcome = "merged"
-        gained = self.ledger.count_events([after], [before] if before else []) if after else 0
-        return MergeResult(source, target, outcome, before, after, gained if before != after else 0)
-
-    def apply_intents(self) -> list[MergeResult]:
-        """Act on what git hooks recorded: fork new branches, merge merged ones."""
-        from gitmem.branches import intents
-
-        if self._applying or not intents.has_pending(self.location.state_path):
-            return []  # _applying: reading memory while applying one flushes again
-        results: list[MergeResult] = []
-        with self.ledger.locked():
-            self._applying = True
-            try:
-                for path, intent in intents.pending_intents(self.location.state_path):
-                    if intent is not None:
-                        results.extend(self._apply_intent(intent))
-                    try:
-                        os.unlink(path)
-                    except FileNotFoundError:
-                        pass
-            finally:
-                self._applying = False
-        return results
-
-    def _apply_intent(self, intent: dict[str, Any]) -> list[MergeResult]:
-        from gitmem.branches.detect import merged_into
-
-        if intent.get("kind") == "event":
-            self._apply_event_intent(intent)
-            return []
-        branch = intent.get("branch")
-        if not isinstance(branch, str) or not branch:
-            return []
-        code = intent.get("code") if isinstance(intent.get("code"), str) else None
-        if intent.get("kind") == "fork":
-            hint = intent.get("from") if isinstance(intent.get("from"), str) else None
-            self.fork(branch, hint=hint, code=code)
-            return []
-        if intent.get("kind") != "merge":
-            return []
-        head = intent.get("head") if isinstance(intent.get("head"), str) else None
-        orig = intent.get("orig") if isinstance(intent.get("orig"), str) else None
-        tips = self.ledger.memory_refs()
-        results = []
-        for source in merged_into(self, branch, target_code=head, before=orig):
-            results.append(self._join(source, branch, tips[layout.branch_ref(source)]))
-        return results
-
-    # Events a git hook could not seal because the clock lock did not come in
-    # time (gitmem.githooks.run._spool): only the kinds hooks record.
-    _DEFERRED_TYPES = ("commit_link", "commit_rewrite")
-
-    def _apply_event_intent(self, intent: dict[str, Any]) -> None:
-        """Record an event a git hook deferred (sealed now, with the clock now).
-        A malformed intent is dropped: nothing acknowledged it."""
-        event_type, body = intent.get("type"), intent.get("body")
-        if event_type not in self._DEFERRED_TYPES or not isinstance(body, dict):
-            return
-        scope = {k: intent.get(k) for k in ("session", "agent", "capsule", "branch")}
-        if not all(v is None or isinstance(v, str) for v in scope.values()):
-            return
-        try:
-            self.append(str(event_type), body, **scope)
-        except UsageError:
-            return  # the sealer refuses it (a field no longer valid): drop it
-
-    def merge_code_merges(self) -> list[MergeResult]:
-        """Merge the memory of every branch whose code has been merged into the
-        current branch, the trunk or a branch with memory (``git edda pull``)."""
-        from gitmem.branches.detect import code_merges
-        from gitmem.branches.gitinfo import local_branches
-
-        with self.ledger.locked():
-            self.flush()
-            local = local_branches(self.backend)
-            targets = {
-                name for name in (self.branch, self.trunk) if name is not None and name in local
-            }
-            for ref in self.ledger.memory_refs():
-                name = layout.branch_of_ref(ref)
-                if name is not None and name in local:
-                    targets.add(name)
-            results = []
-            for source, target in code_merges(self, sorted(targets)):
-                tip = self.ledger.memory_refs()[layout.branch_ref(source)]
-                result = self._join(source, target, tip)
-                if result.outcome != "up-to-date":
-                    results.append(result)
-            return results
-
-    def last_linked_commit(self, branch: str) -> str | None:
-        """The newest code commit linked in ``branch``'s own memory."""
+    def chain_size(self, ref: str) -> int:
+        """Events on memory ref ``ref``'s chain (inherited ones included)."""
         self._load()
-        newest: tuple[int, str] | None = None
-        for loc in self._per_ref.get(layout.branch_ref(branch), []):
-            if loc.envelope.get("type") != "commit_link":
-                continue
-            event = self._events[loc.envelope["id"]]
-            sha = event.field("sha")
-            if isinstance(sha, str) and (newest is None or event.time > newest[0]):
-                newest = (event.time, self.resolve_commit(sha))
-        return None if newest is None else newest[1]
-
-    def commit_rewrites(self) -> dict[str, str]:
-        """old code sha -> newest sha it was rewritten to (amend, rebase)."""
-        mapping: dict[str, str] = {}
-        for event in self.events(EventFilter(types=["commit_rewrite"]), all_branches=True):
-            for pair in event.field("map", []) or []:
-                if (
-                    isinstance(pair, list)
-                    and len(pair) == 2
-                    and all(isinstance(p, str) for p in pair)
-                ):
-                    mapping[pair[0]] = pair[1]
-        return mapping
-
-    def resolve_commit(self, sha: str, rewrites: dict[str, str] | None = None) -> str:
-        """Follow amend/rebase rewrites from ``sha`` to the commit that replaced it."""
-        mapping = self.commit_rewrites() if rewrites is None else rewrites
-        seen = {sha}
-        while sha in mapping and mapping[sha] not in seen:
-            sha = mapping[sha]
-            seen.add(sha)
-        return sha
-
-    def branches(self, sizes: Callable[[str], int] | None = None) -> list[BranchInfo]:
-        """Every memory branch with its size, fork point and git status.
-
-        ``sizes`` gives a chain's number of events (e.g.
-        :meth:`IndexView.chain_size <gitmem.index.view.IndexView.chain_size>`);
-        without it every event is read to count them."""
-        from gitmem.branches.gitinfo import local_branches
-        from gitmem.storage import heads
-
-        if sizes is None:
-            self._load()
-            sizes = self._chain_size
-        local = local_branches(self.backend)
-        current, trunk = self.branch, self.trunk
-        out = []
-        for ref, tip in sorted(self.ledger.memory_refs().items()):
-            name = layout.branch_of_ref(ref)
-            fork = heads.find_fork(self.backend, tip, name) if name else None
-            out.append(
-                BranchInfo(
-                    name=name,
-                    ref=ref,
-                    tip=tip,
-                    events=sizes(ref),
-                    git_branch=name in local if name else False,
-                    current=name == current,
-                    trunk=name is not None and name == trunk,
-                    fork_source=fork[0] if fork else None,
-                    fork_code=fork[1] if fork else None,
-                )
-            )
-        return out
-
-    def _chain_size(self, ref: str) -> int:
         return len(self._per_ref.get(ref, []))
-
-    # sharing ----------------------------------------------------------------------
-    def sync(
-        self,
-        remote: str | None = None,
-        *,
-        pull: bool = True,
-        push: bool = True,
-        prompt: bool = True,
-    ) -> SyncReport:
-        """Fetch, merge and (with ``push``) push memory through a git remote.
-
-        See :mod:`gitmem.sync.protocol`. ``prompt=False`` never asks for
-        credentials (background runs).
-        """
-        from gitmem.sync.protocol import sync
-
-        return sync(self, remote, pull=pull, push=push, prompt=prompt)
 
     # typed helpers ----------------------------------------------------------------
     def note(

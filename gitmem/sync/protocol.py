@@ -23,6 +23,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from gitmem.branches.chains import MergeResult, merge_code_merges
 from gitmem.errors import ConflictError, GitmemError
 from gitmem.records import canonical, layout
 from gitmem.storage import clock
@@ -34,7 +35,7 @@ from gitmem.sync import shallow, transport
 from gitmem.sync.incoming import check_fetched
 
 if TYPE_CHECKING:
-    from gitmem.memory.api import Memory, MergeResult
+    from gitmem.memory.api import Memory
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ def sync(
             _merge_mirror(memory, mirror, report)
             if pull:
                 # before pushing, so the memory merges that follow code merges travel too
-                report.code_merges.extend(memory.merge_code_merges())
+                report.code_merges.extend(merge_code_merges(memory))
             if not push or _push(memory, target, mirror, report, prompt=prompt):
                 break
         time.sleep(delay * (0.5 + random.random()))

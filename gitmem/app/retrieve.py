@@ -1,0 +1,170 @@
+"""Retrieval: bring the index up to date, search, build a context pack, ask about decisions.
+
+Each reads through the sidecar indexes (:mod:`gitmem.index`), refreshed first
+when memory has moved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from gitmem.app.browse import EVERYTHING, Filters
+from gitmem.app.session import Repo, open_memory, open_view
+from gitmem.memory.event import Event
+from gitmem.memory.query import EventFilter
+from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg, CurrentBranch
+
+if TYPE_CHECKING:
+    from gitmem.index.refresh import RefreshReport
+    from gitmem.index.view import IndexView
+    from gitmem.retrieval.ask import AskResult
+    from gitmem.retrieval.context import ContextPack
+    from gitmem.retrieval.search import SearchResult
+    from gitmem.storage.locate import RepoLocation
+
+Progress = Callable[[str, int, int], None]
+"""``(stage, done, total)``: how far a long index build has come."""
+
+STALE_WARNING = "another process is updating the index: results may miss the newest events"
+
+
+def index(
+    repo: Repo = None,
+    *,
+    rebuild: bool = False,
+    embed: bool = True,
+    progress: Progress | None = None,
+) -> RefreshReport:
+    """Bring the search indexes up to date (``rebuild``: from scratch),
+    checking every byte of them against their checksums."""
+    from gitmem.index.refresh import refresh
+
+    with open_memory(repo) as mem:
+        return refresh(mem, rebuild=rebuild, embed=embed, progress=progress, deep=True)
+
+
+def _branch(branch: BranchArg) -> dict[str, Any]:
+    return {} if isinstance(branch, CurrentBranch) else {"branch": branch}
+
+
+def search(
+    repo: Repo,
+    query: str,
+    *,
+    now_us: int,
+    filters: Filters = EVERYTHING,
+    branch: BranchArg = CURRENT_BRANCH,
+    all_branches: bool = False,
+    limit: int = 10,
+    mode: Literal["hybrid", "lexical", "vector"] = "hybrid",
+    advanced: bool = False,
+) -> SearchResult:
+    """Full text and meaning, fused, with a little recency; filters narrow
+    what is searched before ranking. ``advanced`` passes the query to
+    Tantivy's syntax (field:value, AND, "phrases"); otherwise any text is safe."""
+    from gitmem.retrieval.search import search as run_search
+
+    view = open_view(repo)
+    where = filters.resolve(view, now_us=now_us, include_redacted=False)
+    result = run_search(
+        view,
+        query,
+        limit=limit,
+        where=where,
+        now=now_us,
+        mode=mode,
+        advanced=advanced,
+        all_branches=all_branches,
+        **_branch(branch),
+    )
+    if view.stale:
+        result.warnings.append(STALE_WARNING)
+    return result
+
+
+def search_fn(view: IndexView, now_us: int) -> Callable[[str, int, Sequence[str]], list[Event]]:
+    """The hybrid search as the context and ask builders call it."""
+    from gitmem.retrieval.search import search as run_search
+
+    def hits(query: str, limit: int, types: Sequence[str]) -> list[Event]:
+        where = EventFilter(types=tuple(types), include_redacted=False)
+        return [h.event for h in run_search(view, query, limit=limit, where=where, now=now_us).hits]
+
+    return hits
+
+
+def files_in_play(location: RepoLocation) -> list[str]:
+    """Files changed in the working tree (staged, unstaged, untracked)."""
+    from gitmem.storage.locate import read_git_output
+
+    if location.workdir is None:
+        return []
+    out = read_git_output(
+        ["status", "--porcelain=v1", "-z", "--untracked-files=normal"], location.cwd
+    )
+    paths = []
+    skip = False
+    for entry in (out or b"").decode("utf-8", "replace").split("\0"):
+        if skip:  # the source path of a rename
+            skip = False
+            continue
+        if len(entry) > 3:
+            paths.append(entry[3:])
+            skip = entry[0] in "RC"
+    return sorted(set(paths))
+
+
+def context(
+    repo: Repo,
+    query: str | None = None,
+    *,
+    now_us: int,
+    budget: int = 2000,
+    paths: Sequence[str] | None = None,
+    branch: BranchArg = CURRENT_BRANCH,
+) -> ContextPack:
+    """What an agent should know now, within ``budget`` tokens: pins, the
+    open capsule, the current checkpoint, decisions, learnings about the
+    files in play (``paths``, else those changed in the working tree), hits
+    for ``query``, recent activity."""
+    from gitmem.capture.active import read_active
+    from gitmem.retrieval.context import build_context
+
+    view = open_view(repo)
+    active = read_active(view.location)
+    return build_context(
+        view,
+        query=query,
+        budget=budget,
+        now=now_us,
+        search=search_fn(view, now_us),
+        paths=list(paths) if paths is not None else files_in_play(view.location),
+        active_capsule=active.get("capsule"),
+        session=active.get("session"),
+        **_branch(branch),
+    )
+
+
+def ask(
+    repo: Repo,
+    query: str | None = None,
+    *,
+    now_us: int,
+    include_superseded: bool = False,
+    branch: BranchArg = CURRENT_BRANCH,
+    limit: int = 10,
+) -> AskResult:
+    """Decisions: an overview (no query), a key's timeline, or decisions
+    ranked for the query with their related commits, notes and checkpoints."""
+    from gitmem.retrieval.ask import ask as run_ask
+
+    view = open_view(repo)
+    return run_ask(
+        view,
+        query,
+        include_superseded=include_superseded,
+        search=search_fn(view, now_us),
+        limit=limit,
+        **_branch(branch),
+    )

@@ -1,0 +1,272 @@
+"""Setting up and looking after memory: init, redact, gc, verify, export, import, flush."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from cyclopts import Parameter
+
+from gitmem.app import admin
+from gitmem.cli.record import read_file
+from gitmem.cli.render import sync_lines
+from gitmem.cli.root import (
+    DEFAULT_COMMON,
+    DEFAULT_WHO,
+    Common,
+    Output,
+    WhoOptions,
+    app,
+    check_branch,
+)
+from gitmem.errors import ExitCode, UsageError
+
+
+@app.command
+def init(
+    *,
+    uninstall: bool = False,
+    no_hooks: bool = False,
+    pre_push: bool = False,
+    no_fetch: bool = False,
+    bare_ok: bool = False,
+    hooks_path_ok: bool = False,
+    common: Common = DEFAULT_COMMON,
+) -> Output:
+    """Set up gitmem here (idempotent): state, git hooks, and a first pull when
+    the remote has memory and this clone has none.
+
+    Parameters
+    ----------
+    uninstall
+        Remove gitmem's git hooks (restoring any they chained); memory stays.
+    no_hooks
+        Skip the git hooks.
+    pre_push
+        Also install a pre-push hook that pushes memory with the code.
+    no_fetch
+        Skip the first pull.
+    bare_ok
+        Set gitmem up in a bare repository (recorded as edda.bareOk).
+    hooks_path_ok
+        Install the hooks even when core.hooksPath points into the work tree
+        (husky's .husky), where they change files the project shares.
+    """
+    if uninstall:
+        removed = admin.uninstall(common.repo)
+        restored = f"; restored {', '.join(removed.restored)}" if removed.restored else ""
+        return Output(
+            removed.to_json(),
+            f"removed gitmem hooks from {removed.hooks_dir}: {', '.join(removed.removed) or 'none'}{restored}",
+        )
+    report = admin.init(
+        common.repo,
+        hooks=not no_hooks,
+        pre_push=pre_push,
+        bootstrap=not no_fetch,
+        bare_ok=bare_ok,
+        hooks_path_ok=hooks_path_ok,
+    )
+    lines = [
+        f"gitmem ready in {report.repository} (memory of branch {report.branch or 'detached HEAD'} at {report.memory_ref})"
+    ]
+    hooks = report.hooks
+    if hooks:
+        done = hooks.installed + hooks.updated + hooks.unchanged + hooks.chained
+        lines.append(f"git hooks in {hooks.hooks_dir}: {', '.join(done)}")
+        if hooks.chained:
+            lines.append(
+                f"  chained existing hook(s), which still run first: {', '.join(hooks.chained)}"
+            )
+        for hook, why in hooks.skipped.items():
+            lines.append(f"  skipped {hook}: {why}")
+    boot = report.bootstrap
+    if boot and boot.pulled and boot.report is not None:
+        lines.append(f"fetched memory from {boot.remote}:")
+        lines += ["  " + line for line in sync_lines(boot.report.to_json())]
+    elif boot and boot.error:
+        lines.append(f"could not fetch memory from {boot.remote}: {boot.error}")
+    return Output(report.to_json(), "\n".join(lines))
+
+
+@app.command
+def redact(
+    id: str,
+    *,
+    reason: str,
+    purge: bool = False,
+    who: WhoOptions = DEFAULT_WHO,
+    common: Common = DEFAULT_COMMON,
+) -> Output:
+    """Remove an event's payload (its envelope stays); --purge also destroys the local bytes.
+
+    Parameters
+    ----------
+    id
+        The event's id or unique prefix.
+    reason
+        Why (recorded with the redaction; must not repeat the secret).
+    purge
+        Also destroy the bytes in the local object store now (else: git edda gc).
+    """
+    done = admin.redact(common.repo, id, reason=reason, purge=purge, who=who.who())
+    data: dict[str, Any] = {"redaction": done.redaction.id, "target": done.target}
+    text = f"redacted {done.target[:12]} (redaction {done.redaction.id[:12]})"
+    if done.purge is not None:
+        data["purge"] = done.purge
+        text += f"; purged {done.purge['destroyed']} object(s) from the local store"
+    else:
+        text += "; run 'git edda gc' to destroy the bytes in the local object store"
+    text += _index_note(done.index_redacted, data)
+    return Output(data, text + ". Rotate any leaked secret: remotes may still hold it.")
+
+
+def _index_note(removed: int | None, data: dict[str, Any]) -> str:
+    if removed is None:
+        return ""
+    data["index_redacted"] = removed
+    return f"; removed {removed} from the search index" if removed else ""
+
+
+@app.command
+def gc(*, common: Common = DEFAULT_COMMON) -> Output:
+    """Destroy redacted payload bytes in the local object store and repack
+    (and remove redacted text from the search index)."""
+    done = admin.gc(common.repo)
+    result = dict(done.purge)
+    index = _index_note(done.index_redacted, result)
+    return Output(
+        result,
+        f"destroyed {result['destroyed']} redacted object(s); {result['still_referenced']} still used elsewhere{index}",
+    )
+
+
+@app.command
+def verify(*, common: Common = DEFAULT_COMMON) -> Output:
+    """Re-derive every digest and link; exit 4 when anything is wrong."""
+    report = admin.verify(common.repo)
+    lines = [
+        f"checked {report.refs} ref(s), {report.commits} commit(s), {report.events} event(s), "
+        f"{report.payloads} payload(s), {report.redacted} redacted"
+    ]
+    lines += [f"problem: {p}" for p in report.problems]
+    lines += [f"warning: {w}" for w in report.warnings]
+    lines.append("ok" if report.ok else f"{len(report.problems)} problem(s) found")
+    return Output(
+        report.to_json(), "\n".join(lines), ExitCode.OK if report.ok else ExitCode.VERIFY_FAILED
+    )
+
+
+@app.command(name="export")
+def export_(
+    *,
+    output: Path | None = None,
+    format: Literal["json", "parquet"] = "json",
+    branch: str | None = None,
+    common: Common = DEFAULT_COMMON,
+) -> Output:
+    """Export memory (all branches unless --branch) as a JSON bundle or Parquet.
+
+    Parameters
+    ----------
+    output
+        The file to write (a JSON bundle goes to standard output without it).
+    format
+        json (a bundle 'git edda import' reads) or parquet (for analysis).
+    branch
+        Only this branch's memory.
+    """
+    check_branch("--branch", branch)
+    if output is not None:
+        _check_output(output)
+        with _writing(output):
+            done = admin.export(common.repo, format=format, branch=branch, output=output)
+        return Output(
+            {"events": done.events, "output": str(output)},
+            f"wrote {done.events} events to {output}",
+        )
+    done = admin.export(common.repo, format=format, branch=branch)
+    assert done.data is not None
+    sys.stdout.buffer.write(done.data)
+    return Output({"events": done.events}, "")
+
+
+@app.command(name="import")
+def import_(
+    file: Annotated[Path, Parameter(allow_leading_hyphen=True)],
+    *,
+    on_conflict: Literal["skip", "overwrite", "error"] = "skip",
+    dry_run: bool = False,
+    common: Common = DEFAULT_COMMON,
+) -> Output:
+    """Import a bundle written by export ('-' reads standard input).
+
+    Parameters
+    ----------
+    file
+        The bundle ('-': standard input).
+    on_conflict
+        When an event is already here with a different payload: keep ours (skip),
+        restore the bundle's (overwrite), or stop (error).
+    dry_run
+        Say what would be imported and redacted; write nothing.
+    """
+    data = sys.stdin.buffer.read() if str(file) == "-" else read_file(file)
+    result = admin.import_(common.repo, data, on_conflict=on_conflict, dry_run=dry_run)
+    verb = "would import" if dry_run else "imported"
+    lines = [
+        f"{'would redact' if dry_run else 'redacted'} {eid[:12]} (the bundle carries its redaction)"
+        for eid in result.redacts
+    ]
+    lines.append(
+        f"{verb} {result.imported} event(s); {result.skipped} skipped, "
+        f"{result.overwritten} restored, {result.redactions_applied} redaction(s) "
+        f"{'to apply' if dry_run else 'applied'}"
+    )
+    return Output(result.to_json(), "\n".join(lines))
+
+
+def _check_output(output: Path) -> None:
+    """Refuse, before any work, an output path that cannot be a file."""
+    if output.is_dir():
+        raise UsageError(f"--output {output} is a directory", "name a file to write")
+    parent = output.parent
+    if not parent.is_dir():
+        raise UsageError(
+            f"--output {output}: the directory {parent} does not exist",
+            "create it first, or name a file in an existing directory",
+        )
+
+
+@contextmanager
+def _writing(output: Path) -> Iterator[None]:
+    """Turn a failure to write the file the user named (a full disk, no
+    permission, a path that is not a file) into a usage error; a file this
+    command created and could not finish is removed."""
+    existed = os.path.lexists(output)
+    try:
+        yield
+    except OSError as exc:
+        if not existed and output.is_file():
+            with suppress(OSError):
+                output.unlink()
+        reason = exc.strerror or str(exc)
+        raise UsageError(
+            f"cannot write {output}: {' '.join(reason.split())}",
+            "check that the directory exists and is writable, that the path is not a"
+            " directory, and that the disk has room",
+        ) from None
+
+
+@app.command
+def flush(*, common: Common = DEFAULT_COMMON) -> Output:
+    """Commit events waiting in the capture spool."""
+    result = admin.flush(common.repo)
+    text = f"flushed {result.events} event(s) from {result.files} spool file(s)"
+    if result.quarantined:
+        text += f"; {len(result.quarantined)} unreadable file(s) kept in {Path(result.quarantined[0]).parent}"
+    return Output(result.__dict__, text)
