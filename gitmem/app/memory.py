@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from gitmem.branches import chains
+from gitmem.branches import chains, detect
 from gitmem.branches.chains import BranchInfo, MergeResult
 from gitmem.memory.api import Memory as Store
 from gitmem.memory.event import Event
@@ -143,6 +143,14 @@ class Memory(Store):
     def branches(self, sizes: Callable[[str], int] | None = None) -> list[BranchInfo]:
         """Every memory branch with its size, fork point and git status."""
         return chains.branches(self, sizes)
+
+    def commit_rewrites(self) -> dict[str, str]:
+        """Old code sha -> the newest sha it was rewritten to (amend, rebase)."""
+        return detect.commit_rewrites(self)
+
+    def resolve_commit(self, sha: str) -> str:
+        """Follow amend/rebase rewrites from ``sha`` to the commit that replaced it."""
+        return detect.resolve_commit(self, sha)
 
     # -- sharing --------------------------------------------------------------------------
     def sync(
