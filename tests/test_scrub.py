@@ -29,6 +29,8 @@ from gitmem.capture.scrub import (
     ScrubResult,
     default_scrubber,
 )
+from gitmem.capture.scrub.base import Detector
+from gitmem.capture.scrub.table import DETECTORS
 
 ROOT = Path(__file__).resolve().parents[1]
 F4 = "FAKE"
@@ -50,6 +52,7 @@ GH_USER = "gh" + "u_" + "fake" * 9
 GH_FINE = "github" + "_pat_" + "11FAKE0000" + "FAKEFAKEfake" + "_" + "Fake0" * 12
 GL_PAT = "gl" + "pat-" + "FAKE-fake_" * 2
 GL_DEPLOY = "gl" + "dt-" + "FAKEfake00" * 2
+GL_RUNNER = "GR" + "1348941" + "FAKE_fake-" * 3
 OPENAI_PROJ = "sk-" + "proj-" + "FAKE0fake_" * 8
 OPENAI_LEGACY = "sk-" + "FAKE1fake2FAKE3fake" * 2 + "FAKEfake00"
 ANTHROPIC = "sk-" + "ant-" + "api03-" + "FAKE_fake-" * 9 + "FAKEAA"
@@ -63,7 +66,9 @@ STRIPE_LIVE = "sk" + "_live_" + "Fake0" * 5
 STRIPE_TEST = "sk" + "_test_" + "Fake1" * 5
 STRIPE_RESTRICTED = "rk" + "_live_" + "Fake2" * 5
 STRIPE_PUBLISHABLE = "pk" + "_live_" + "Fake3" * 5
+STRIPE_WEBHOOK = "wh" + "sec_" + "Fake4" * 5
 GOOGLE_KEY = "AI" + "za" + F4 * 8 + "Fak"
+GOOGLE_OAUTH = "ya" + "29." + "FAKE_fake-" * 3
 NPM = "np" + "m_" + F4 * 9
 HF = "hf" + "_" + F4 * 8 + "Fa"
 PEM_BODY = "\n".join(["MIIE" + F4 * 15, F4 * 16, "fake" * 8 + "AB=="])
@@ -373,6 +378,162 @@ def test_negative(text: str) -> None:
     result = default_scrubber().scrub(text)
     assert result.text == text
     assert result.findings == ()
+
+
+# --- the detector table: every row, alone --------------------------------------
+# For every row of the table, in table order: (row name, a text the row masks
+# on its own, the secret in it, the detector it reports, a near miss it leaves
+# alone).  Negatives of rows with needles contain a needle, so they reach the
+# row's regex and check instead of being skipped.  A row added without
+# examples fails test_every_row_has_examples.
+ROW_EXAMPLES: list[tuple[str, str, str, str, str]] = [
+    (
+        "private-key",
+        f"key file:\n{PEM_RSA}\ndone",
+        PEM_BODY,
+        "private-key",
+        'grep -rl "BEGIN RSA PRIVATE KEY" .\n./a.pem: -----BEGIN RSA ' + "PRIVATE KEY-----",
+    ),
+    (
+        "aws-access-key",
+        f"key id {AWS_KEY_ID} in logs",
+        AWS_KEY_ID,
+        "aws-access-key",
+        "QUJD" + AWS_KEY_ID,
+    ),
+    ("github-token", f"using {GH_PAT} now", GH_PAT, "github-token", "gh" + "p_" + F4 * 3),
+    ("gitlab-token", f"deploy with {GL_DEPLOY}", GL_DEPLOY, "gitlab-token", "gl" + "pat-" + F4),
+    ("gitlab-token", f"register {GL_RUNNER}", GL_RUNNER, "gitlab-token", "GR1348941" + F4),
+    (
+        "openai-key",
+        f"echo {OPENAI_LEGACY}",
+        OPENAI_LEGACY,
+        "openai-key",
+        "sk-some-long-css-class-name",
+    ),
+    ("slack-token", f"slack bot {SLACK_BOT}", SLACK_BOT, "slack-token", "xo" + "xb-" + "fake" * 4),
+    (
+        "slack-webhook",
+        f"curl {SLACK_HOOK}",
+        SLACK_HOOK_PATH,
+        "slack-webhook",
+        "https://hooks.slack.com/ hosts webhooks",
+    ),
+    (
+        "stripe-key",
+        f"STRIPE_KEY={STRIPE_TEST}",
+        STRIPE_TEST,
+        "stripe-key",
+        "def run_test_parser12345():",
+    ),
+    (
+        "stripe-key",
+        f"signing secret {STRIPE_WEBHOOK}",
+        STRIPE_WEBHOOK,
+        "stripe-key",
+        "wh" + "sec_" + F4,
+    ),
+    (
+        "google-api-key",
+        f"maps?key={GOOGLE_KEY}",
+        GOOGLE_KEY,
+        "google-api-key",
+        "AI" + "za" + F4 * 4,
+    ),
+    (
+        "google-oauth-token",
+        f"token {GOOGLE_OAUTH}",
+        GOOGLE_OAUTH,
+        "google-oauth-token",
+        "ya" + "29." + F4,
+    ),
+    (
+        "npm-token",
+        f"//registry.npmjs.org/:_authToken={NPM}",
+        NPM,
+        "npm-token",
+        "np" + "m_" + F4 * 4,
+    ),
+    ("huggingface-token", f"login --token {HF}", HF, "huggingface-token", "hf" + "_" + F4),
+    (
+        "jwt",
+        f"cookie jwt={JWT}; Path=/",
+        JWT,
+        "jwt",
+        "eyJhbGciOiJIUzI1NiJ9 is just a base64 header",
+    ),
+    (
+        "url-credentials",
+        "postgres://app:FAKEdbpass99@db.internal:5432/app",
+        "FAKEdbpass99",
+        "url-credentials",
+        "postgres://app:${DB_PASSWORD}@db.internal:5432/app",
+    ),
+    (
+        "authorization-header",
+        f"Authorization: Bearer {OPAQUE}",
+        OPAQUE,
+        "authorization-header",
+        "Authorization: required",
+    ),
+    (
+        "bearer-token",
+        f"curl -H 'Bearer {OPAQUE}' https://api.example.com",
+        OPAQUE,
+        "bearer-token",
+        "Bearer authentication is recommended for every request.",
+    ),
+    (
+        "cookie",
+        f"Cookie: session={SESSION}; theme=dark",
+        SESSION,
+        "cookie",
+        "Set-Cookie: theme=dark; Path=/",
+    ),
+    ("cli-password", f"mysql -h db -u root -p{PW} app", PW, "cli-password", "mysql -u root -p app"),
+    ("key-value", f"password={PW}", PW, "password-assignment", "password=db_password"),
+    (
+        "cli-flag",
+        f"mysql --user root --password {PW} app",
+        PW,
+        "password-assignment",
+        "Use --token to pass the token on the command line.",
+    ),
+    (
+        "xml-element",
+        f"<password>{PW}</password>",
+        PW,
+        "password-assignment",
+        "<password>${DB_PASSWORD}</password>",
+    ),
+]
+
+
+def test_every_row_has_examples() -> None:
+    assert [row[0] for row in ROW_EXAMPLES] == [d.name for d in DETECTORS]
+
+
+# Paired by position; test_every_row_has_examples checks the pairing.
+_ROWS = list(zip(DETECTORS, ROW_EXAMPLES, strict=False))
+
+
+@pytest.mark.parametrize(
+    ("row", "example"), _ROWS, ids=[f"{i}-{row.name}" for i, (row, _) in enumerate(_ROWS)]
+)
+def test_row_alone(row: Detector, example: tuple[str, str, str, str, str]) -> None:
+    _name, text, secret, detector, near_miss = example
+    alone = Scrubber(detectors=[row])
+    result = alone.scrub(text)
+    assert secret not in result.text
+    assert [f.detector for f in result.findings] == [detector]
+    assert secret not in default_scrubber().scrub(text).text
+    assert alone.scrub(near_miss) == ScrubResult(near_miss, ())
+    if row.needles:
+        # A match holds a needle, or the row would wrongly be skipped.
+        hay = text.lower() if row.lower else text
+        assert any(n in hay for n in row.needles)
+        hay = near_miss.lower() if row.lower else near_miss
+        assert any(n in hay for n in row.needles)
 
 
 # --- exact replacements -----------------------------------------------------
