@@ -109,17 +109,25 @@ def run(argv: Sequence[str]) -> int:
     """Run ``git edda`` with ``argv``; return the exit code."""
     from cyclopts import CycloptsError
 
+    from gitmem.cli import manual  # registers the help command
     from gitmem.cli.commands import Output, app
 
     argv = hoist_global_options(argv)
     want_json = "--json" in argv
     try:
+        # -h/--help: the help command's text, which is also what the manual
+        # pages say, not cyclopts' own rendering of the same definitions.
+        asked = manual.help_request(argv)
         result = app(
-            list(argv), exit_on_error=False, print_error=False, result_action="return_value"
+            asked or list(argv),
+            exit_on_error=False,
+            print_error=False,
+            result_action="return_value",
         )
     except CycloptsError as exc:
         message = _usage_message(exc)
-        print(f"git edda: usage error: {message} (see 'git edda --help')", file=sys.stderr)
+        see = " ".join(["git edda help", *manual.command_words(argv)])
+        print(f"git edda: usage error: {message} (see '{see}')", file=sys.stderr)
         return int(ExitCode.USAGE)
     except GitmemError as exc:
         if want_json:
