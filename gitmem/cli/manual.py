@@ -4,7 +4,7 @@
 Everything here is derived from the cyclopts app (names, options, defaults,
 choices, docstrings), so help cannot say one thing while a command does
 another. The manual pages in ``man/man1`` are copies of :func:`man_pages`
-checked by a test; ``python -m gitmem.cli.manual DIR`` rewrites them.
+checked by a test; ``python tools/manpages.py DIR`` rewrites them.
 
 git turns ``git edda --help`` into ``git help edda``, which runs ``man
 git-edda``; man-db searches ``BIN/../share/man`` for every ``BIN`` on
@@ -17,7 +17,6 @@ from __future__ import annotations
 import difflib
 import inspect
 import re
-import sys
 import textwrap
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from typing import Any
 
 from cyclopts import App
 
-from gitmem.cli.commands import DEFAULT_COMMON, Common, Output, app
+from gitmem.cli.root import DEFAULT_COMMON, Common, Output, app
 from gitmem.errors import ExitCode, UsageError
 
 PROGRAM = "git edda"
@@ -442,7 +441,7 @@ def _roff_synopsis(cmd: Command) -> str:
 def _header(page: str, summary: str) -> list[str]:
     return [
         '.\\" Generated from the command definitions by gitmem.cli.manual: do not edit.',
-        '.\\" Regenerate with: python -m gitmem.cli.manual man/man1',
+        '.\\" Regenerate with: python tools/manpages.py man/man1',
         f'.TH "{_roff(page.upper())}" "1" "" "git\\-edda" "Git Edda Manual"',
         ".nh",  # no hyphenation: option names must read as typed
         ".ad l",  # ragged right, as git's pages are
@@ -578,17 +577,3 @@ def help_(*command: str, common: Common = DEFAULT_COMMON) -> Output:
         return Output(program.to_json(), text_overview(program, common_options()))
     cmd = resolve(command)
     return Output(cmd.to_json(), text_help(cmd), ExitCode.OK)
-
-
-def main(argv: Sequence[str]) -> int:
-    """``python -m gitmem.cli.manual DIR``: write the manual pages into DIR."""
-    if len(argv) != 1:
-        print("usage: python -m gitmem.cli.manual DIR", file=sys.stderr)
-        return int(ExitCode.USAGE)
-    for path in write_man_pages(Path(argv[0])):
-        print(path)
-    return int(ExitCode.OK)
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
