@@ -739,7 +739,7 @@ def test_status_pins_decide_ratify_read_the_index_as_memory_would(tmp_path: Path
         status = mem.status()
         now = wall_us() + 86_400 * 10**6
         pins = [(p.pin.id, p.target) for p in mem.pins(now=now)]
-    assert status["redacted"] == 1 and status["events_on_branch"] < status["events_total"]
+    assert status.redacted == 1 and status.events_on_branch < status.events_total
     assert [target for _pin, target in pins] == [kept.id]
 
     code, out, err = cli(repo, "status", "--json")

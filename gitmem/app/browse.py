@@ -8,6 +8,7 @@ from typing import Any
 
 from gitmem.app.session import Repo, open_memory, reader
 from gitmem.errors import UsageError
+from gitmem.memory.api import Status
 from gitmem.memory.event import Event
 from gitmem.memory.query import EventFilter
 from gitmem.memory.source import EventSource
@@ -88,7 +89,7 @@ def show(repo: Repo, id: str) -> Event:
         return source.get(id)
 
 
-def status(repo: Repo) -> dict[str, Any]:
+def status(repo: Repo) -> Status:
     """A summary of this repository's memory (counts from the index when fresh)."""
     from gitmem.index.view import IndexView
 

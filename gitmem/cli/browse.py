@@ -85,12 +85,12 @@ def show(id: str, *, common: Common = DEFAULT_COMMON) -> Output:
 def status(*, common: Common = DEFAULT_COMMON) -> Output:
     """Summarise this repository's memory."""
     info = browse.status(common.repo)
-    last = format_time(info["last_event_time"]) if info["last_event_time"] else "never"
+    last = format_time(info.last_event_time) if info.last_event_time else "never"
     text = (
-        f"repository: {info['repository']}\nbranch:     {info['branch'] or 'detached HEAD'} ({info['memory_ref']})\n"
-        f"events:     {info['events_on_branch']} on this branch, {info['events_total']} in all "
-        f"({info['redacted']} redacted) across {info['memory_refs']} memory ref(s)\n"
-        f"spool:      {info['spool_pending']} pending, {info['spool_quarantined']} quarantined\n"
-        f"last event: {last}\nbackend:    {info['backend']}, storage format {info['format']}"
+        f"repository: {info.repository}\nbranch:     {info.branch or 'detached HEAD'} ({info.memory_ref})\n"
+        f"events:     {info.events_on_branch} on this branch, {info.events_total} in all "
+        f"({info.redacted} redacted) across {info.memory_refs} memory ref(s)\n"
+        f"spool:      {info.spool_pending} pending, {info.spool_quarantined} quarantined\n"
+        f"last event: {last}\nbackend:    {info.backend}, storage format {info.format}"
     )
-    return Output(info, text)
+    return Output(info.to_json(), text)
