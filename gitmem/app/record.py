@@ -8,6 +8,7 @@ returns :class:`Unchanged` and writes nothing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -265,6 +266,45 @@ def capsules(
     return [c for c in found if c.is_open or not open_only]
 
 
+DEFAULT_CAPSULE_IDLE = "12h"
+"""``edda.capsuleIdle``: how long an open capsule may see no events before
+the next ``capsule open`` closes it (an age: 90m, 12h, 2d; 0 never)."""
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A capsule opened (now the current one), the capsules still open beside
+    it, and those closed because nothing happened in them for too long."""
+
+    event: Event
+    still_open: list[CapsuleInfo]
+    auto_closed: list[Event]
+
+
+def idle_limit_us(config: dict[str, list[str]]) -> int | None:
+    """``edda.capsuleIdle`` in microseconds (None: never close idle capsules)."""
+    from gitmem.memory.timespec import parse_time
+    from gitmem.storage.gitconfig import get_last
+
+    text = (get_last(config, "edda.capsuleIdle") or DEFAULT_CAPSULE_IDLE).strip().lower()
+    if text in ("0", "never", "off"):
+        return None
+    if text.isdigit():
+        return int(text) * 1_000_000  # seconds
+    if not re.fullmatch(r"\d{1,9}\s*[smhdw]", text):
+        raise UsageError(
+            f"git config edda.capsuleIdle = {text!r} is not an age",
+            "set it to an age such as 90m, 12h or 2d, or 0 to never close idle capsules",
+        )
+    return -parse_time(text, 0)
+
+
+def last_activity(source: EventSource, capsule: CapsuleInfo) -> int:
+    """When anything last happened in ``capsule`` (its open, else its newest event)."""
+    inside = source.events(EventFilter(capsules=[capsule.id]), limit=1)
+    return max([capsule.opened, *(e.time for e in inside)])
+
+
 def open_capsule(
     repo: Repo,
     kind: CapsuleKind,
@@ -272,21 +312,50 @@ def open_capsule(
     intent: str = "",
     parent: str | None = None,
     who: Who = NOBODY,
-) -> Event:
-    """Open a capsule; git hooks then link commits to it."""
+    now: int | None = None,
+) -> Opened:
+    """Open a capsule and make it the current one of this worktree: events
+    recorded here (in its session, when it has one) belong to it until it is
+    closed. Open capsules idle for longer than ``edda.capsuleIdle`` are
+    closed first, with a summary saying so."""
     from gitmem.capture.active import write_active
+    from gitmem.storage.clock import wall_us
 
+    now = wall_us() if now is None else now
+    with reader(repo) as source:
+        others = [c for c in capsules_in(source) if c.is_open]
+        activity = {c.id: last_activity(source, c) for c in others}
     with open_writer(repo) as mem:
+        limit = idle_limit_us(mem.config)
+        stale = [c for c in others if limit is not None and now - activity[c.id] > limit]
+        closed = [
+            mem.close_capsule(
+                c.id,
+                f"closed automatically: no events for {_age(now - activity[c.id])}"
+                f" (edda.capsuleIdle is {_age(limit or 0)})",
+                closed=False,
+            )
+            for c in stale
+        ]
         parent_id = mem.get(parent).id if parent else None
         event = mem.open_capsule(kind, intent, parent=parent_id, **who.scope(mem))
-        # git hooks (post-commit) link commits to the capsule opened last here
+        # Events recorded here, and commits git hooks link, go to the capsule opened last.
         write_active(
             mem.location,
             session=event.scope.get("session"),
             capsule=event.id,
             agent=event.scope.get("agent"),
         )
-        return event
+    still = [c for c in others if c not in stale]
+    return Opened(event, still, closed)
+
+
+def _age(us: int) -> str:
+    seconds = max(us // 1_000_000, 0)
+    for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
 
 
 def close_capsule(repo: Repo, id: str, *, summary: str = "", who: Who = NOBODY) -> Event:

@@ -42,6 +42,26 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+# Types that name their capsule themselves (or start one): never put in the current one.
+_OWN_CAPSULE = ("capsule_open", "capsule_close")
+
+
+def current_capsule(location: RepoLocation) -> dict[str, str] | None:
+    """The current capsule of this worktree ({"capsule", "session"?}), when
+    one is open and its id is well formed (a bad $GITMEM_CAPSULE is ignored,
+    not a reason to refuse events)."""
+    from gitmem.capture.active import read_active
+
+    active = read_active(location)
+    capsule = active.get("capsule")
+    if capsule is None or capsule_problem(capsule):
+        return None
+    out = {"capsule": capsule}
+    if active.get("session") and not os.environ.get("GITMEM_CAPSULE"):
+        out["session"] = active["session"]
+    return out
+
+
 class Draft:
     """An event to record. Unset scope fields take the sealer's defaults.
 
@@ -179,8 +199,10 @@ class Sealer:
         now = clock.wall_us()
         for draft in drafts:
             check_draft(draft, self.limits, now)
-        # Read per call, not per Sealer: a long-lived process outlives checkouts.
+        # Read per call, not per Sealer: a long-lived process outlives checkouts
+        # and capsules.
         default_branch = memory_branch(self.location)
+        current = current_capsule(self.location)
         clocked = [d for d in drafts if d.time is None]
         start = (
             clock.tick(self.location.state_path, len(clocked), now, skew_us=self.limits.skew_us)
@@ -210,7 +232,14 @@ class Sealer:
                 "agent": self._scope_id("agent", draft.agent, "the event") or self.default_agent,
                 "user": self.user,
             }
-            envelope, _ = seal(draft.type, body, scope=scope, time_us=when, capsule=draft.capsule)
+            capsule = draft.capsule
+            if capsule is None and current is not None and draft.type not in _OWN_CAPSULE:
+                # The current capsule (``capsule open``, $GITMEM_CAPSULE) takes
+                # what is recorded in its session while it is open.
+                owner = current.get("session")
+                if owner is None or owner == scope["session"]:
+                    capsule = current["capsule"]
+            envelope, _ = seal(draft.type, body, scope=scope, time_us=when, capsule=capsule)
             problems = event_problems(
                 envelope, body, now_us=now, limits=self.limits, known_types_only=True, strict=True
             )

@@ -328,8 +328,20 @@ def capsule_open(
     parent
         The capsule this one is part of (id or unique prefix).
     """
-    event = record.open_capsule(common.repo, kind, intent=intent, parent=parent, who=who.who())
-    return written(event, f"opened {kind} capsule")
+    opened = record.open_capsule(common.repo, kind, intent=intent, parent=parent, who=who.who())
+    out = written(opened.event, f"opened {kind} capsule")
+    out.data["auto_closed"] = [e.field("capsule") for e in opened.auto_closed]
+    out.data["still_open"] = [c.id for c in opened.still_open]
+    lines = [out.text + " (now the current capsule: events recorded here belong to it)"]
+    for closing in opened.auto_closed:
+        lines.append(f"closed {str(closing.field('capsule'))[:12]}: {closing.field('summary')}")
+    for other in opened.still_open:
+        lines.append(
+            f"warning: capsule {other.id[:12]} ({other.kind}: {other.intent or 'no intent'}) is"
+            f" still open; close it with 'git edda capsule close {other.id[:12]}'"
+        )
+    out.text = "\n".join(lines)
+    return out
 
 
 @capsule_app.command(name="close")

@@ -1,0 +1,110 @@
+"""The current capsule: what ``capsule open`` starts, events recorded while it
+is open belong to it, a second open warns, idle capsules are closed."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from conftest import capture_process, cli, git, make_repo
+
+
+def edda(repo, *args):
+    code, out, err = cli(repo, *args)
+    assert code == 0, err
+    return out
+
+
+def opened(repo, *args):
+    return json.loads(edda(repo, "capsule", "open", *args, "--json"))
+
+
+def logged(repo):
+    return json.loads(edda(repo, "log", "--json"))
+
+
+def capsule_of(entry):
+    return entry["envelope"].get("capsule")
+
+
+def test_events_recorded_while_a_capsule_is_open_belong_to_it(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    capsule = opened(repo, "session", "--intent", "fix the flaky test")["id"]
+    edda(repo, "note", "the clock is mocked twice")
+    edda(repo, "decide", "tests.clock", "freezegun")
+    # the real capture hook process (what agent hooks run) too
+    proc = capture_process(repo, json.dumps({"type": "note", "body": {"text": "from a hook"}}))
+    assert proc.returncode == 0, proc.stderr
+    edda(repo, "flush")
+    inside = [e for e in logged(repo) if e["envelope"]["type"] != "capsule_open"]
+    assert [capsule_of(e) for e in inside] == [capsule] * 3
+    listed = json.loads(edda(repo, "capsule", "list", "--json"))
+    assert [(c["id"], c["events"], c["open"]) for c in listed] == [(capsule, 3, True)]
+
+
+def test_after_close_events_belong_to_no_capsule(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    capsule = opened(repo, "session")["id"]
+    edda(repo, "capsule", "close", capsule, "--summary", "done")
+    edda(repo, "note", "afterwards")
+    assert capsule_of(logged(repo)[-1]) is None
+
+
+def test_a_second_open_warns_and_becomes_current(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    first = opened(repo, "session", "--intent", "first")["id"]
+    code, out, _ = cli(repo, "capsule", "open", "workflow", "--intent", "second")
+    assert code == 0
+    assert f"warning: capsule {first[:12]} (session: first) is still open" in out
+    assert f"git edda capsule close {first[:12]}" in out
+    second = opened(repo, "node")
+    assert first in second["still_open"]
+    edda(repo, "note", "goes to the newest")
+    assert capsule_of(logged(repo)[-1]) == second["id"]
+
+
+def test_idle_capsules_are_closed_with_a_note_saying_so(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    git(repo, "config", "edda.capsuleIdle", "1")
+    forgotten = opened(repo, "session", "--intent", "forgotten")["id"]
+    time.sleep(1.5)
+    fresh = opened(repo, "session", "--intent", "new work")
+    assert fresh["auto_closed"] == [forgotten] and fresh["still_open"] == []
+    states = {c["id"]: c for c in json.loads(edda(repo, "capsule", "list", "--json"))}
+    assert not states[forgotten]["open"] and states[fresh["id"]]["open"]
+    assert states[forgotten]["summary"].startswith("closed automatically: no events for ")
+    assert "(edda.capsuleIdle is 1s)" in states[forgotten]["summary"]
+
+
+def test_capsule_idle_zero_never_closes_and_a_bad_value_is_refused(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    git(repo, "config", "edda.capsuleIdle", "0")
+    first = opened(repo, "session")["id"]
+    assert first in opened(repo, "session")["still_open"]
+    git(repo, "config", "edda.capsuleIdle", "soon")
+    code, _, err = cli(repo, "capsule", "open", "session")
+    assert code == 2 and "edda.capsuleIdle" in err and "12h" in err
+
+
+def test_a_capsule_opened_in_a_session_takes_only_that_sessions_events(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    capsule = opened(repo, "session", "--session", "alice")["id"]
+    edda(repo, "note", "mine", "--session", "alice")
+    edda(repo, "note", "someone else's", "--session", "bob")
+    by_text = {e["body"]["text"]: capsule_of(e) for e in logged(repo) if e["body"].get("text")}
+    assert by_text == {"mine": capsule, "someone else's": None}
+
+
+def test_gitmem_capsule_overrides_and_a_malformed_one_is_ignored(tmp_path, monkeypatch):
+    repo = make_repo(tmp_path / "repo")
+    capsule = opened(repo, "session")["id"]
+    edda(repo, "capsule", "close", capsule)
+    monkeypatch.setenv("GITMEM_CAPSULE", capsule)
+    edda(repo, "note", "through the environment")
+    assert capsule_of(logged(repo)[-1]) == capsule
+    monkeypatch.setenv("GITMEM_CAPSULE", "not-an-id")
+    edda(repo, "note", "still recorded")
+    last = logged(repo)[-1]
+    assert last["body"]["text"] == "still recorded" and capsule_of(last) is None
+    assert os.environ["GITMEM_CAPSULE"] == "not-an-id"
