@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gitmem.app.session import Repo, open_memory, reader
+from gitmem.app.session import Repo, check_branch_known, open_memory, reader
 from gitmem.errors import UsageError
 from gitmem.memory.api import Status
 from gitmem.memory.event import Event
@@ -75,6 +75,10 @@ def log(
     include_redacted: bool = True,
 ) -> list[Event]:
     """Events in (time, id) order; ``limit`` keeps the newest ``limit``."""
+    if isinstance(branch, str):
+        from gitmem.storage.locate import locate
+
+        check_branch_known(locate(repo), branch)
     with reader(repo) as source:
         where = filters.resolve(source, now_us=now_us, include_redacted=include_redacted)
         kw: dict[str, Any] = {"all_branches": all_branches, "limit": limit}

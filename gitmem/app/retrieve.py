@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from gitmem.app.browse import EVERYTHING, Filters
-from gitmem.app.session import Repo, open_memory, open_view
+from gitmem.app.session import Repo, check_branch_known, open_memory, open_view
 from gitmem.memory.event import Event
 from gitmem.memory.query import EventFilter
 from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg, CurrentBranch
@@ -44,7 +44,10 @@ def index(
         return refresh(mem, rebuild=rebuild, embed=embed, progress=progress, deep=True)
 
 
-def _branch(branch: BranchArg) -> dict[str, Any]:
+def _branch(view: IndexView, branch: BranchArg) -> dict[str, Any]:
+    """Keyword arguments selecting ``branch`` (checked to exist when named)."""
+    if isinstance(branch, str):
+        check_branch_known(view.location, branch)
     return {} if isinstance(branch, CurrentBranch) else {"branch": branch}
 
 
@@ -76,7 +79,7 @@ def search(
         mode=mode,
         advanced=advanced,
         all_branches=all_branches,
-        **_branch(branch),
+        **_branch(view, branch),
     )
     if view.stale:
         result.warnings.append(STALE_WARNING)
@@ -142,7 +145,7 @@ def context(
         paths=list(paths) if paths is not None else files_in_play(view.location),
         active_capsule=active.get("capsule"),
         session=active.get("session"),
-        **_branch(branch),
+        **_branch(view, branch),
     )
 
 
@@ -166,5 +169,5 @@ def ask(
         include_superseded=include_superseded,
         search=search_fn(view, now_us),
         limit=limit,
-        **_branch(branch),
+        **_branch(view, branch),
     )

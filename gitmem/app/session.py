@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from gitmem.index.view import IndexView
     from gitmem.memory.api import Memory
     from gitmem.memory.source import EventSource
+    from gitmem.storage.locate import RepoLocation
 
 Repo = str | os.PathLike[str] | None
 """A path inside the repository (None: the current directory)."""
@@ -68,3 +69,23 @@ def reader(repo: Repo = None) -> Iterator[EventSource]:
         return
     with open_memory(repo) as mem:
         yield mem
+
+
+def check_branch_known(location: RepoLocation, branch: str) -> None:
+    """A NotFoundError when ``branch`` is neither a git branch here (local or
+    remote-tracking) nor a branch with memory: reading it would quietly show
+    nothing, or only what it would inherit from the trunk."""
+    from gitmem.errors import NotFoundError
+    from gitmem.index.refs import memory_tips
+    from gitmem.records import layout
+    from gitmem.storage.locate import read_git_output
+
+    if layout.branch_ref(branch) in memory_tips(location):
+        return
+    for ref in (f"refs/heads/{branch}", f"refs/remotes/{branch}"):
+        if read_git_output(["rev-parse", "--verify", "--quiet", ref], location.cwd):
+            return
+    raise NotFoundError(
+        f"no branch {branch!r}: it is neither a git branch nor a branch with memory",
+        "list them with 'git branch -a' and 'git edda branches'",
+    )

@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from conftest import cli, isolated_environment, make_repo, run_cli
+from conftest import cli, git, isolated_environment, make_repo, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -221,3 +221,14 @@ def test_export_still_writes(repo: Path, tmp_path: Path) -> None:
     code, _out, err = run_cli(repo, "export", "--output", str(target))
     assert code == 0, err
     assert len(json.loads(target.read_bytes())["events"]) == 3
+
+
+def test_a_branch_that_does_not_exist_is_an_error_not_an_empty_answer(tmp_path):
+    repo = make_repo(tmp_path / "repo", events=2)
+    for args in (("log",), ("search", "note"), ("context",), ("ask",)):
+        code, out, err = cli(repo, *args, "--branch", "nope")
+        assert code == 3, (args, code, err)
+        assert err.count("\n") == 1 and "no branch 'nope'" in err and out == ""
+    git(repo, "branch", "feature")  # a git branch without memory yet: reads what it inherits
+    code, out, _ = cli(repo, "log", "--branch", "feature")
+    assert code == 0 and out.count("\n") == 2
