@@ -19,6 +19,8 @@ from conftest import ROOT, cli, cli_process, git, init_repo, make_repo
 
 from gitmem.memory.api import Memory
 from gitmem.memory.bundle import parquet_schema
+from gitmem.records import layout
+from gitmem.storage.ledger import Sealed
 
 READS = "import reads JSON bundles written by 'git edda export'"
 
@@ -168,6 +170,42 @@ def test_redactions_count_only_what_they_remove(tmp_path: Path) -> None:
     fresh = init_repo(tmp_path / "fresh")
     assert ok_json(fresh, "import", str(after))["redactions_applied"] == 0
     assert ok_json(fresh, "import", str(after))["redactions_applied"] == 0
+
+
+def test_a_redaction_left_half_done_counts_when_import_completes_it(tmp_path: Path) -> None:
+    """A redaction recorded here whose payload a crash left in the store
+    (spec/storage.md §13): importing it again removes the payload, and says so."""
+    src = init_repo(tmp_path / "src")
+    with Memory.open(src) as mem:
+        secret = mem.note("a secret")
+    before = tmp_path / "before.json"
+    ok(src, "export", "--output", str(before))
+    with Memory.open(src) as mem:
+        mem.redact(secret.id, "leak")
+    after = tmp_path / "after.json"
+    ok(src, "export", "--output", str(after))
+    redaction = next(
+        e for e in json.loads(after.read_bytes())["events"] if e["envelope"]["type"] == "redaction"
+    )
+    dst = init_repo(tmp_path / "dst")
+    ok(dst, "import", str(before))
+    with Memory.open(dst) as mem:  # the redaction's event lands, its removal does not
+        mem.ledger.commit([Sealed(redaction["envelope"], redaction["body"])])
+    payload = git(dst, "rev-parse", f"refs/edda/payloads:{layout.payload_path(secret.id)}")
+    assert payload.strip()
+    result = ok_json(dst, "import", str(after))
+    assert result["redacts"] == [secret.id] and result["redactions_applied"] == 1
+    assert result["imported"] == 0  # every event was already here
+    gone = git(
+        dst,
+        "rev-parse",
+        "-q",
+        "--verify",
+        f"refs/edda/payloads:{layout.payload_path(secret.id)}",
+        check=False,
+    )
+    assert gone == ""
+    assert ok_json(dst, "import", str(after))["redactions_applied"] == 0
 
 
 # files that are not bundles --------------------------------------------------------------

@@ -480,7 +480,10 @@ def import_bundle(
         # store counts, so importing the same bundle again reports nothing,
         # and one whose redaction is here but whose payload a crash left
         # (spec/storage.md §13) counts when this import removes it.
-        result.redacts = sorted(t for t in removals if t in existing and _has_payload(memory, t))
+        tree = memory.ledger.payload_tree()
+        result.redacts = sorted(
+            t for t in removals if t in existing and _has_payload(memory, tree, t)
+        )
         result.redactions_applied = len(result.redacts)
         merge_from = sorted(b for b in result.branches if b != onto) if onto else []
         if dry_run:
@@ -507,10 +510,7 @@ def import_bundle(
     return result
 
 
-def _has_payload(memory: Memory, event_id: str) -> bool:
-    """Whether the payload store holds ``event_id``'s payload now."""
-    tree = memory.ledger.payload_tree()
-    return (
-        tree is not None
-        and memory.backend.read_path(tree, layout.payload_path(event_id)) is not None
-    )
+def _has_payload(memory: Memory, tree: str | None, event_id: str) -> bool:
+    """Whether the payload store (its root ``tree``) holds ``event_id``'s payload."""
+    path = layout.payload_path(event_id)
+    return tree is not None and memory.backend.read_path(tree, path) is not None
