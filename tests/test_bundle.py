@@ -521,22 +521,25 @@ def test_redacted_event_imports_without_payload(
 
 # parquet -------------------------------------------------------------------------------
 
-PARQUET_COLUMNS = {
+PARQUET_COLUMNS = [
     "id",
     "type",
-    "time_us",
     "time",
+    "time_us",
     "branch",
-    "repo",
+    "commit",
     "session",
     "agent",
     "user",
+    "repo",
     "capsule",
+    "tags",
+    "paths",
     "redacted",
     "summary",
     "body",
     "envelope",
-}
+]
 
 
 def test_parquet_export(source: tuple[Path, list[Event]], tmp_path: Path) -> None:
@@ -547,7 +550,7 @@ def test_parquet_export(source: tuple[Path, list[Event]], tmp_path: Path) -> Non
     assert "wrote 5 events" in out
     table = pq.read_table(path)
     assert table.num_rows == 5
-    assert set(table.column_names) == PARQUET_COLUMNS
+    assert table.column_names == PARQUET_COLUMNS
     rows = table.to_pylist()
     with Memory.open(repo) as mem:
         expected = mem.events(all_branches=True)
@@ -555,7 +558,9 @@ def test_parquet_export(source: tuple[Path, list[Event]], tmp_path: Path) -> Non
     for row, event in zip(rows, expected, strict=True):
         assert row["type"] == event.type
         assert row["time_us"] == event.time
-        assert row["branch"] == event.branch
+        assert row["branch"] == event.branch == event.scope.get("branch")
+        assert row["commit"] == event.commit
+        assert row["tags"] == (event.field("tags") or [])
         assert row["redacted"] == event.redacted
         assert json.loads(row["envelope"]) == event.envelope
         assert (None if row["body"] is None else json.loads(row["body"])) == event.body

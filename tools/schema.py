@@ -4,7 +4,8 @@
     python tools/schema.py --check formats/ # exit 1 when they differ
 
 JSON Schemas come from the msgspec Structs in :mod:`gitmem.records.types`;
-the spool file, bundle and ref layout schemas are defined here around them.
+the spool file, bundle and ref layout schemas are defined here around them;
+the Parquet export's columns come from :data:`gitmem.memory.bundle.PARQUET_COLUMNS`.
 ``tests/test_formats.py`` fails when code and ``formats/`` disagree.
 """
 
@@ -144,7 +145,34 @@ def generate() -> dict[str, bytes]:
         }
     )
     files.update(_index_formats())
+    files["export-parquet.v1.json"] = _dump(_parquet_format())
     return files
+
+
+def _parquet_format() -> dict[str, Any]:
+    """The Parquet export's columns, from the definition the exporter writes with."""
+    from gitmem.memory.bundle import PARQUET_COLUMNS, PARQUET_VERSION, parquet_schema
+
+    schema = parquet_schema()
+    meta = {k.decode(): v.decode() for k, v in (schema.metadata or {}).items()}
+    return {
+        "title": "gitmem Parquet export (git edda export --format parquet)",
+        "description": "One row per event, sorted by (time_us, id). The schema is fixed: "
+        "it does not depend on which events are exported (a column no event fills is "
+        "all null, with its type). For analysis with Arrow tools; 'git edda import' "
+        "reads the JSON bundle, not this.",
+        "version": PARQUET_VERSION,
+        "metadata": meta,
+        "columns": [
+            {
+                "name": f.name,
+                "type": str(f.type),
+                "nullable": f.nullable,
+                "description": column.description,
+            }
+            for f, column in zip(schema, PARQUET_COLUMNS, strict=True)
+        ],
+    }
 
 
 def _index_formats() -> dict[str, bytes]:

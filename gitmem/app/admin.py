@@ -252,9 +252,14 @@ def import_(
     *,
     on_conflict: Literal["skip", "overwrite", "error"] = "skip",
     dry_run: bool = False,
+    onto: str | None = None,
+    name: str = "the input",
 ) -> ImportResult:
-    """Import a bundle written by ``export``."""
+    """Import a bundle written by ``export``. Events keep the branch they were
+    recorded on; ``onto`` then merges the memory of the bundle's branches into
+    that branch's (a bundle from ``main`` into a repository whose trunk is
+    ``master``). ``name`` names the input in error messages."""
     from gitmem.memory.bundle import import_bundle
 
     with open_writer(repo) as mem:
-        return import_bundle(mem, data, strategy=on_conflict, dry_run=dry_run)
+        return import_bundle(mem, data, strategy=on_conflict, dry_run=dry_run, onto=onto, name=name)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import shlex
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -24,6 +26,7 @@ from gitmem.cli.root import (
     check_branch,
 )
 from gitmem.errors import ExitCode, UsageError
+from gitmem.memory.bundle import ImportResult
 
 
 @app.command
@@ -168,15 +171,17 @@ def export_(
     format: Literal["json", "parquet"] = "json",
     branch: str | None = None,
     common: Common = DEFAULT_COMMON,
-) -> Output:
+) -> Output | None:
     """Export memory (all branches unless --branch) as a JSON bundle or Parquet.
 
     Parameters
     ----------
     output
-        The file to write (a JSON bundle goes to standard output without it).
+        The file to write. Without it a JSON bundle goes to standard output,
+        alone (with --json too: the bundle is the JSON).
     format
-        json (a bundle 'git edda import' reads) or parquet (for analysis).
+        json (a bundle 'git edda import' reads) or parquet (for analysis; its
+        columns are in formats/export-parquet.v1.json).
     branch
         Only this branch's memory.
     """
@@ -191,8 +196,53 @@ def export_(
         )
     done = admin.export(common.repo, format=format, branch=branch)
     assert done.data is not None
-    sys.stdout.buffer.write(done.data)
-    return Output({"events": done.events}, "")
+    if not _write_stdout(done.data):
+        # The reader stopped early (| head): quiet and non-zero, as git is.
+        return Output({}, "", ExitCode.ERROR)
+    # Standard output holds the bundle and nothing else, so that it stays
+    # valid JSON (a summary after it, as --json would print, breaks it).
+    return None
+
+
+def _write_stdout(data: bytes) -> bool:
+    """Write all of ``data`` to standard output; False when the reader closed
+    the pipe, after which standard output is redirected to /dev/null so that
+    nothing later fails on it. Any other failure is a usage error."""
+    out = sys.stdout.buffer
+    view = memoryview(data)
+    try:
+        # A write into a pipe closed midway can return a short count instead
+        # of raising: the next write raises.
+        while view:
+            written = out.write(view)
+            if not written:
+                raise OSError(errno.EIO, "standard output accepted nothing")
+            view = view[written:]
+        out.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        return False
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise UsageError(
+            f"cannot write the bundle to standard output: {' '.join(reason.split())}",
+            "write it to a file with --output FILE",
+        ) from None
+    return True
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null (what is still buffered goes there),
+    so the output written after a closed pipe raises nothing."""
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):  # not a real file (in-process runs): nothing to do
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 @app.command(name="import")
@@ -201,6 +251,7 @@ def import_(
     *,
     on_conflict: Literal["skip", "overwrite", "error"] = "skip",
     dry_run: bool = False,
+    onto: str | None = None,
     common: Common = DEFAULT_COMMON,
 ) -> Output:
     """Import a bundle written by export ('-' reads standard input).
@@ -214,20 +265,73 @@ def import_(
         restore the bundle's (overwrite), or stop (error).
     dry_run
         Say what would be imported and redacted; write nothing.
+    onto
+        Also merge the memory of the bundle's branches into this branch's
+        (events keep the branch they were recorded on: a bundle from main
+        into a repository on master needs --onto master to show there).
     """
-    data = sys.stdin.buffer.read() if str(file) == "-" else read_file(file)
-    result = admin.import_(common.repo, data, on_conflict=on_conflict, dry_run=dry_run)
-    verb = "would import" if dry_run else "imported"
+    check_branch("--onto", onto)
+    stdin = str(file) == "-"
+    data = sys.stdin.buffer.read() if stdin else read_file(file)
+    result = admin.import_(
+        common.repo,
+        data,
+        on_conflict=on_conflict,
+        dry_run=dry_run,
+        onto=onto,
+        name="standard input" if stdin else str(file),
+    )
+    return Output(result.to_json(), "\n".join(_import_lines(result, str(file))))
+
+
+def _import_lines(result: ImportResult, file: str) -> list[str]:
+    dry = result.dry_run
     lines = [
-        f"{'would redact' if dry_run else 'redacted'} {eid[:12]} (the bundle carries its redaction)"
+        f"{'would redact' if dry else 'redacted'} {eid[:12]} (the bundle carries its redaction)"
         for eid in result.redacts
     ]
     lines.append(
-        f"{verb} {result.imported} event(s); {result.skipped} skipped, "
-        f"{result.overwritten} restored, {result.redactions_applied} redaction(s) "
-        f"{'to apply' if dry_run else 'applied'}"
+        f"{'would import' if dry else 'imported'} {result.imported} event(s); "
+        f"{result.skipped} skipped, {result.overwritten} restored, "
+        f"{result.redactions_applied} redaction(s) {'to apply' if dry else 'applied'}"
     )
-    return Output(result.to_json(), "\n".join(lines))
+    onto = result.onto
+    if onto is not None:
+        sources = [b for b in sorted(result.branches) if b != onto]
+        if dry:
+            lines += [f"would merge the memory of {b} into {onto}" for b in sources]
+        lines += [
+            f"memory of {m.source} into {m.into}: {m.outcome}"
+            + (f", +{m.events} event(s)" if m.events else "")
+            for m in result.merged
+        ]
+    total = sum(result.branches.values()) + result.detached
+    if total and not result.visible:
+        lines.append(_not_here_hint(result, file))
+    return lines
+
+
+def _not_here_hint(result: ImportResult, file: str) -> str:
+    """Where the bundle's events went, when the checked-out branch's memory
+    shows none of them (a bundle from main in a repository on master)."""
+    names = sorted(result.branches)
+    where = [f"branch {', '.join(names)}"] if names else []
+    if result.detached:
+        where.append("the detached-HEAD chain")
+    here = result.branch
+    shown = f"{here}'s memory" if here is not None else "the memory of this detached HEAD"
+    text = (
+        f"note: {shown} shows none of the bundle's events (log, context and search"
+        f" here will not find them): they are in the memory of {' and '.join(where)}"
+    )
+    if names:
+        text += f". See them with 'git edda log --branch {names[0]}'"
+        if here is not None:
+            text += (
+                f", or add them to {here}'s memory with"
+                f" 'git edda import {shlex.quote(file)} --onto {here}'"
+            )
+    return text + "."
 
 
 def _check_output(output: Path) -> None:

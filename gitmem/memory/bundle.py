@@ -16,20 +16,23 @@ and importing a redaction removes the target's payload where it exists.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitmem.errors import ConflictError, DependencyError, UsageError
+from gitmem.memory.describe import paths_of
 from gitmem.memory.event import Event
-from gitmem.records import canonical
+from gitmem.records import canonical, layout
 from gitmem.records.validate import Limits, branch_problem, event_problems
 from gitmem.storage import clock
 from gitmem.storage.gitconfig import limits as config_limits
 from gitmem.storage.ledger import Sealed
 
 if TYPE_CHECKING:
+    from gitmem.branches.chains import MergeResult
     from gitmem.memory.api import Memory
 
 BUNDLE_FORMAT = "gitmem-bundle"
@@ -67,33 +70,161 @@ def events_to_export(memory: Memory, branch: str | None = None) -> list[Event]:
     return events
 
 
-def export_parquet(events: Sequence[Event], path: Path) -> None:
-    """Write events as a Parquet table (one row per event) for Arrow tools."""
+PARQUET_FORMAT = "gitmem-export-parquet"
+PARQUET_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the Parquet export: its type, and how an event fills it.
+
+    ``kind`` names the Arrow type (:func:`parquet_schema` builds it):
+    ``string``, ``int64``, ``bool``, ``timestamp`` (microseconds, UTC) or
+    ``strings`` (a list of strings)."""
+
+    name: str
+    kind: str
+    nullable: bool
+    description: str
+    value: Callable[[Event], Any]
+
+
+def _json_or_none(value: dict[str, Any] | None) -> str | None:
+    return None if value is None else canonical.encode(value).decode()
+
+
+def _strings(event: Event, name: str) -> list[str]:
+    value = event.field(name)
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+# The one definition of the Parquet export: export_parquet writes it and
+# tools/schema.py documents it in formats/export-parquet.v1.json. The
+# schema never depends on the data (a store without sessions still has a
+# string `session` column); changing it means a new PARQUET_VERSION.
+PARQUET_COLUMNS: tuple[Column, ...] = (
+    Column("id", "string", False, "event id (32 hex digits)", lambda e: e.id),
+    Column("type", "string", False, "event type (note, decision, ...)", lambda e: e.type),
+    Column(
+        "time",
+        "timestamp",
+        False,
+        "the event's time, microseconds, UTC (the same instant as time_us)",
+        lambda e: e.time,
+    ),
+    Column(
+        "time_us",
+        "int64",
+        False,
+        "the event's hybrid-logical clock value in microseconds since the Unix epoch;"
+        " rows are sorted by (time_us, id), the total order of events",
+        lambda e: e.time,
+    ),
+    Column(
+        "branch",
+        "string",
+        True,
+        "scope.branch: the git branch the event was recorded on (null: a detached HEAD)",
+        lambda e: e.scope.get("branch"),
+    ),
+    Column(
+        "commit",
+        "string",
+        False,
+        "the memory commit that holds the event in the exporting repository",
+        lambda e: e.commit,
+    ),
+    Column("session", "string", True, "scope.session", lambda e: e.scope.get("session")),
+    Column("agent", "string", True, "scope.agent", lambda e: e.scope.get("agent")),
+    Column("user", "string", True, "scope.user", lambda e: e.scope.get("user")),
+    Column("repo", "string", True, "scope.repo", lambda e: e.scope.get("repo")),
+    Column(
+        "capsule",
+        "string",
+        True,
+        "id of the capsule the event belongs to",
+        lambda e: e.capsule,
+    ),
+    Column(
+        "tags",
+        "strings",
+        False,
+        "the body's tags (empty when it has none or is redacted)",
+        lambda e: _strings(e, "tags"),
+    ),
+    Column(
+        "paths",
+        "strings",
+        False,
+        "the file paths the event is about: the body's paths and files (empty when"
+        " none or redacted)",
+        lambda e: paths_of(e.body),
+    ),
+    Column(
+        "redacted", "bool", False, "the payload was removed by a redaction", lambda e: e.redacted
+    ),
+    Column(
+        "summary",
+        "string",
+        False,
+        "one line describing the event, at most 200 characters ('[redacted]' when redacted)",
+        lambda e: e.summary(200),
+    ),
+    Column(
+        "body",
+        "string",
+        True,
+        "the body as canonical JSON (null: redacted, or its payload is missing)",
+        lambda e: _json_or_none(e.body),
+    ),
+    Column(
+        "envelope",
+        "string",
+        False,
+        "the envelope as canonical JSON, exactly as stored (every field, known or not)",
+        lambda e: _json_or_none(e.envelope),
+    ),
+)
+
+
+def _pyarrow() -> Any:
     try:
         import pyarrow as pa
-        import pyarrow.parquet as pq
     except ImportError as exc:
         raise DependencyError(
             "pyarrow is needed for --format parquet", "pip install pyarrow"
         ) from exc
+    return pa
+
+
+def parquet_schema() -> Any:
+    """The Arrow schema of the Parquet export (the same whatever the events)."""
+    pa = _pyarrow()
+    kinds = {
+        "string": pa.string(),
+        "int64": pa.int64(),
+        "bool": pa.bool_(),
+        "timestamp": pa.timestamp("us", tz="UTC"),
+        # Parquet names a list's item "element" (a reader hands back that name
+        # whatever the writer's), so the schema does too and reads back equal.
+        "strings": pa.list_(pa.field("element", pa.string())),
+    }
+    return pa.schema(
+        [pa.field(c.name, kinds[c.kind], nullable=c.nullable) for c in PARQUET_COLUMNS],
+        metadata={"gitmem.format": PARQUET_FORMAT, "gitmem.version": str(PARQUET_VERSION)},
+    )
+
+
+def export_parquet(events: Sequence[Event], path: Path) -> None:
+    """Write events as a Parquet table (one row per event, in (time, id)
+    order) with the fixed schema of :data:`PARQUET_COLUMNS`, for Arrow tools."""
+    pa = _pyarrow()
+    import pyarrow.parquet as pq
+
     rows = sorted(events, key=lambda e: e.order_key)
-    table = pa.table(
-        {
-            "id": [e.id for e in rows],
-            "type": [e.type for e in rows],
-            "time_us": pa.array([e.time for e in rows], pa.int64()),
-            "time": pa.array([e.time for e in rows], pa.timestamp("us", tz="UTC")),
-            "branch": [e.branch for e in rows],
-            "repo": [e.scope.get("repo") for e in rows],
-            "session": [e.scope.get("session") for e in rows],
-            "agent": [e.scope.get("agent") for e in rows],
-            "user": [e.scope.get("user") for e in rows],
-            "capsule": [e.capsule for e in rows],
-            "redacted": [e.redacted for e in rows],
-            "summary": [e.summary(200) for e in rows],
-            "body": [None if e.body is None else canonical.encode(e.body).decode() for e in rows],
-            "envelope": [canonical.encode(e.envelope).decode() for e in rows],
-        }
+    schema = parquet_schema()
+    table = pa.Table.from_pydict(
+        {c.name: [c.value(e) for e in rows] for c in PARQUET_COLUMNS}, schema=schema
     )
     # An open file, not the path: given a path, pyarrow deletes it when the
     # write fails, and the path is the user's (as root, even /dev/full).
@@ -103,49 +234,135 @@ def export_parquet(events: Sequence[Event], path: Path) -> None:
 
 @dataclass
 class ImportResult:
+    """What an import did (or, with ``dry_run``, would do)."""
+
     imported: int = 0
     skipped: int = 0
     overwritten: int = 0
+    # events already here whose payload the bundle's redactions removed this
+    # time (0 when the same bundle is imported again)
     redactions_applied: int = 0
-    redacts: list[str] = field(default_factory=list)  # existing events whose text it removes
+    redacts: list[str] = field(default_factory=list)
     dry_run: bool = False
     conflicts: list[str] = field(default_factory=list)
+    # the bundle's events per memory branch they belong to (detached-HEAD
+    # events are counted in ``detached``)
+    branches: dict[str, int] = field(default_factory=dict)
+    detached: int = 0
+    branch: str | None = None  # the branch checked out here (None: detached HEAD)
+    visible: int = 0  # the bundle's events that branch's memory shows (would show)
+    onto: str | None = None
+    merged: list[MergeResult] = field(default_factory=list)  # with onto: what moved
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        out["merged"] = [m.to_json() for m in self.merged]
+        return out
+
+
+BUNDLE_HINT = "pass a file written by 'git edda export'"
+_READS = "import reads JSON bundles written by 'git edda export'"
+PARQUET_MAGIC = b"PAR1"
+
+
+def _document(data: bytes, name: str) -> Any:
+    """The JSON document ``data`` holds, or a usage error saying what the
+    input is instead (Parquet, compressed, binary, empty, broken JSON)."""
+    if data.startswith(PARQUET_MAGIC):
+        raise UsageError(
+            f"{name} is a Parquet export, which is for analysis; {_READS}",
+            "write a bundle instead: git edda export --output FILE",
+        )
+    if data.startswith(b"\x1f\x8b"):
+        raise UsageError(
+            f"{name} is gzip-compressed; {_READS}", "decompress it first, e.g. with gunzip"
+        )
+    if data.startswith(b"PK\x03\x04"):
+        raise UsageError(
+            f"{name} is a zip archive; {_READS}", "extract the bundle first, e.g. with unzip"
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is None or "\x00" in text:
+        raise UsageError(f"{name} is binary data, not a JSON bundle; {_READS}", BUNDLE_HINT)
+    if not text.strip():
+        raise UsageError(f"{name} is empty; {_READS}", BUNDLE_HINT)
+    try:
+        return canonical.decode(data)
+    except RecursionError:
+        raise UsageError(
+            f"{name} is not a bundle: its JSON is nested too deeply; {_READS}", BUNDLE_HINT
+        ) from None
+    except json.JSONDecodeError as exc:
+        if exc.pos >= len(text.rstrip()):
+            raise UsageError(
+                f"{name} is not valid JSON: it ends in the middle of the document"
+                " (a truncated or partly written file?)",
+                "export the bundle again with 'git edda export --output FILE'",
+            ) from None
+        raise UsageError(
+            f"{name} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno};"
+            f" {_READS}",
+            BUNDLE_HINT,
+        ) from None
+    except ValueError as exc:
+        raise UsageError(f"{name} is not valid JSON: {exc}; {_READS}", BUNDLE_HINT) from None
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "a JSON array"
+    if isinstance(value, str):
+        return "a JSON string"
+    if isinstance(value, bool) or value is None:
+        return f"JSON {json.dumps(value)}"
+    if isinstance(value, int | float):
+        return "a JSON number"
+    return "a JSON object"
 
 
 def parse_bundle(
-    data: bytes, *, now_us: int | None = None, limits: Limits | None = None
+    data: bytes,
+    *,
+    now_us: int | None = None,
+    limits: Limits | None = None,
+    name: str = "the input",
 ) -> list[dict[str, Any]]:
-    """Validate a bundle and return its entries (UsageError on anything wrong).
+    """Validate a bundle and return its entries (UsageError on anything wrong;
+    ``name`` says in the message which input it was, e.g. the file's path).
 
     Every event gets the same check as one arriving by capture or by pull
     (:func:`gitmem.records.validate.event_problems`, with times bounded by
     ``now_us`` plus the allowed skew). An event may come without a body only
     when it is marked redacted and the bundle carries its redaction.
     """
-    try:
-        doc = canonical.decode(data)
-    except (ValueError, RecursionError) as exc:
-        reason = "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+    doc = _document(data, name)
+    if not isinstance(doc, dict):
         raise UsageError(
-            f"the bundle is not valid JSON: {reason}", "pass a file written by 'git edda export'"
-        ) from None
-    if not isinstance(doc, dict) or doc.get("format") != BUNDLE_FORMAT:
-        raise UsageError("this is not a gitmem bundle", "pass a file written by 'git edda export'")
+            f"{name} is {_json_kind(doc)}, not a gitmem bundle; {_READS}"
+            ' (a JSON object with "format": "gitmem-bundle")',
+            BUNDLE_HINT,
+        )
+    if doc.get("format") != BUNDLE_FORMAT:
+        what = doc.get("format")
+        kind = f'of "format" {what[:40]!r}' if isinstance(what, str) else 'without "format"'
+        raise UsageError(
+            f"{name} is a JSON object {kind}, not a gitmem bundle; {_READS}"
+            ' (a JSON object with "format": "gitmem-bundle")',
+            BUNDLE_HINT,
+        )
     version = doc.get("version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise UsageError(
-            "the bundle has no valid version", "pass a file written by 'git edda export'"
-        )
+        raise UsageError("the bundle has no valid version", BUNDLE_HINT)
     if version > BUNDLE_VERSION:
         raise UsageError(
             f"bundle version {version} is newer than this gitmem reads", "upgrade gitmem"
         )
     entries = doc.get("events")
     if not isinstance(entries, list):
-        raise UsageError("the bundle has no event list")
+        raise UsageError("the bundle has no event list", BUNDLE_HINT)
     targets: set[str] = set()
     for n, entry in enumerate(entries, 1):
         if not isinstance(entry, dict):
@@ -180,7 +397,13 @@ def parse_bundle(
 
 
 def import_bundle(
-    memory: Memory, data: bytes, *, strategy: str = "skip", dry_run: bool = False
+    memory: Memory,
+    data: bytes,
+    *,
+    strategy: str = "skip",
+    dry_run: bool = False,
+    onto: str | None = None,
+    name: str = "the input",
 ) -> ImportResult:
     """Import a bundle. ``strategy`` for ids that exist already:
 
@@ -188,28 +411,46 @@ def import_bundle(
     * ``overwrite``: restore the bundle's payload where the local one is missing
       (the id binds the envelope, so nothing else can differ);
     * ``error``: import nothing and raise ConflictError.
+
+    Events keep the branch they were recorded on (the id binds it), so a
+    bundle from ``main`` lands in memory branch ``main`` even where the
+    trunk is ``master``; ``onto`` then merges the memory of every branch the
+    bundle has events on into that branch's, as ``git edda merge`` does.
+    The result says how many of the bundle's events the checked-out
+    branch's memory shows (``visible``), so a caller can tell the user when
+    it is none.
     """
+    from gitmem.branches.chains import merge
+
     if strategy not in STRATEGIES:
         raise UsageError(
             f"unknown conflict strategy {strategy!r}", f"use one of: {', '.join(STRATEGIES)}"
         )
+    if onto is not None and (why := branch_problem(onto)):
+        raise UsageError(f"{onto[:80]!r} is not a branch name: it {why}", "name a git branch")
     limits = config_limits(memory.config)
-    entries = parse_bundle(data, now_us=clock.wall_us(), limits=limits)
-    result = ImportResult(dry_run=dry_run)
+    entries = parse_bundle(data, now_us=clock.wall_us(), limits=limits, name=name)
+    result = ImportResult(dry_run=dry_run, branch=memory.branch, onto=onto)
     with memory.ledger.locked():
         existing = {e.id: e for e in memory.events(all_branches=True)}
+        here = {e.id for e in memory.events()}
         new: list[Sealed] = []
         restore: list[Sealed] = []
-        removals: list[str] = []
-        bundle_ids = set()
+        removals: set[str] = set()
+        bundle_ids: set[str] = set()
         for entry in entries:
             env, body = entry["envelope"], entry.get("body")
             eid = env["id"]
             if eid in bundle_ids:
                 continue
             bundle_ids.add(eid)
+            branch = env["scope"].get("branch")
+            if branch is None:
+                result.detached += 1
+            else:
+                result.branches[branch] = result.branches.get(branch, 0) + 1
             if env["type"] == "redaction" and body is not None:
-                removals.append(body["target"])  # parse_bundle checked its type
+                removals.add(body["target"])  # parse_bundle checked its type
             local = existing.get(eid)
             if local is None:
                 new.append(Sealed(env, body))
@@ -231,20 +472,45 @@ def import_bundle(
                 result.overwritten += 1
             else:
                 result.skipped += 1
-        removals = [t for t in removals if t in existing or t in bundle_ids]
+        removals = {t for t in removals if t in existing or t in bundle_ids}
         restore = [s for s in restore if s.envelope["id"] not in removals]
         new = [s if s.envelope["id"] not in removals else Sealed(s.envelope, None) for s in new]
         # Reported before anything is applied (and by --dry-run): which events
-        # already here lose their text. One already redacted is not counted,
-        # so importing the same bundle twice reports nothing the second time.
+        # already here lose their payload now. Only a payload that is in the
+        # store counts, so importing the same bundle again reports nothing,
+        # and one whose redaction is here but whose payload a crash left
+        # (spec/storage.md §13) counts when this import removes it.
+        tree = memory.ledger.payload_tree()
         result.redacts = sorted(
-            t for t in removals if t in existing and existing[t].body is not None
+            t for t in removals if t in existing and _has_payload(memory, tree, t)
         )
         result.redactions_applied = len(result.redacts)
-        if dry_run or not (new or restore or removals):
+        merge_from = sorted(b for b in result.branches if b != onto) if onto else []
+        if dry_run:
+            if onto is not None and onto == result.branch:
+                here |= bundle_ids
+            else:
+                here |= {
+                    s.envelope["id"]
+                    for s in new
+                    if s.envelope["scope"].get("branch") == result.branch
+                }
+            result.visible = len(bundle_ids & here)
             return result
-        memory.ledger.commit(new, remove_payloads=removals, restore_payloads=restore)
-        if new:
-            newest = max(s.envelope["time"] for s in new)
-            clock.observe(memory.location.state_dir, newest, skew_us=limits.skew_us)
+        if new or restore or removals:
+            memory.ledger.commit(new, remove_payloads=sorted(removals), restore_payloads=restore)
+            if new:
+                newest = max(s.envelope["time"] for s in new)
+                clock.observe(memory.location.state_dir, newest, skew_us=limits.skew_us)
+        chains = memory.ledger.memory_refs()
+        for source in merge_from:
+            if layout.branch_ref(source) in chains:
+                result.merged.append(merge(memory, source, onto))
+        result.visible = len(bundle_ids & {e.id for e in memory.events()})
     return result
+
+
+def _has_payload(memory: Memory, tree: str | None, event_id: str) -> bool:
+    """Whether the payload store (its root ``tree``) holds ``event_id``'s payload."""
+    path = layout.payload_path(event_id)
+    return tree is not None and memory.backend.read_path(tree, path) is not None
