@@ -13,7 +13,7 @@ from cyclopts import Parameter
 
 from gitmem.app import admin
 from gitmem.cli.record import read_file
-from gitmem.cli.render import sync_lines
+from gitmem.cli.render import sid, sync_lines
 from gitmem.cli.root import (
     DEFAULT_COMMON,
     DEFAULT_WHO,
@@ -24,15 +24,16 @@ from gitmem.cli.root import (
     check_branch,
 )
 from gitmem.errors import ExitCode, UsageError
+from gitmem.memory.describe import plural
 
 
 @app.command
 def init(
     *,
     uninstall: bool = False,
-    no_hooks: bool = False,
+    no_hooks: Annotated[bool, Parameter(negative="")] = False,
     pre_push: bool = False,
-    no_fetch: bool = False,
+    no_fetch: Annotated[bool, Parameter(negative="")] = False,
     bare_ok: bool = False,
     hooks_path_ok: bool = False,
     common: Common = DEFAULT_COMMON,
@@ -80,7 +81,8 @@ def init(
         lines.append(f"git hooks in {hooks.hooks_dir}: {', '.join(done)}")
         if hooks.chained:
             lines.append(
-                f"  chained existing hook(s), which still run first: {', '.join(hooks.chained)}"
+                f"  chained existing {'hook' if len(hooks.chained) == 1 else 'hooks'},"
+                f" which still run first: {', '.join(hooks.chained)}"
             )
         for hook, why in hooks.skipped.items():
             lines.append(f"  skipped {hook}: {why}")
@@ -115,10 +117,10 @@ def redact(
     """
     done = admin.redact(common.repo, id, reason=reason, purge=purge, who=who.who())
     data: dict[str, Any] = {"redaction": done.redaction.id, "target": done.target}
-    text = f"redacted {done.target[:12]} (redaction {done.redaction.id[:12]})"
+    text = f"redacted {sid(done.target)} (redaction {sid(done.redaction.id)})"
     if done.purge is not None:
         data["purge"] = done.purge
-        text += f"; purged {done.purge['destroyed']} object(s) from the local store"
+        text += f"; purged {plural(done.purge['destroyed'], 'object')} from the local store"
     else:
         text += "; run 'git edda gc' to destroy the bytes in the local object store"
     text += _index_note(done.index_redacted, data)
@@ -141,7 +143,8 @@ def gc(*, common: Common = DEFAULT_COMMON) -> Output:
     index = _index_note(done.index_redacted, result)
     return Output(
         result,
-        f"destroyed {result['destroyed']} redacted object(s); {result['still_referenced']} still used elsewhere{index}",
+        f"destroyed {plural(result['destroyed'], 'redacted object')};"
+        f" {result['still_referenced']} still used elsewhere{index}",
     )
 
 
@@ -150,12 +153,13 @@ def verify(*, common: Common = DEFAULT_COMMON) -> Output:
     """Re-derive every digest and link; exit 4 when anything is wrong."""
     report = admin.verify(common.repo)
     lines = [
-        f"checked {report.refs} ref(s), {report.commits} commit(s), {report.events} event(s), "
-        f"{report.payloads} payload(s), {report.redacted} redacted"
+        f"checked {plural(report.refs, 'ref')}, {plural(report.commits, 'commit')},"
+        f" {plural(report.events, 'event')}, {plural(report.payloads, 'payload')},"
+        f" {report.redacted} redacted"
     ]
     lines += [f"problem: {p}" for p in report.problems]
     lines += [f"warning: {w}" for w in report.warnings]
-    lines.append("ok" if report.ok else f"{len(report.problems)} problem(s) found")
+    lines.append("ok" if report.ok else f"{plural(len(report.problems), 'problem')} found")
     return Output(
         report.to_json(), "\n".join(lines), ExitCode.OK if report.ok else ExitCode.VERIFY_FAILED
     )
@@ -187,12 +191,12 @@ def export_(
             done = admin.export(common.repo, format=format, branch=branch, output=output)
         return Output(
             {"events": done.events, "output": str(output)},
-            f"wrote {done.events} events to {output}",
+            f"wrote {plural(done.events, 'event')} to {output}",
         )
     done = admin.export(common.repo, format=format, branch=branch)
     assert done.data is not None
     sys.stdout.buffer.write(done.data)
-    return Output({"events": done.events}, "")
+    return Output(None)  # the bundle, a JSON object, is the output (--json too)
 
 
 @app.command(name="import")
@@ -219,12 +223,12 @@ def import_(
     result = admin.import_(common.repo, data, on_conflict=on_conflict, dry_run=dry_run)
     verb = "would import" if dry_run else "imported"
     lines = [
-        f"{'would redact' if dry_run else 'redacted'} {eid[:12]} (the bundle carries its redaction)"
+        f"{'would redact' if dry_run else 'redacted'} {sid(eid)} (the bundle carries its redaction)"
         for eid in result.redacts
     ]
     lines.append(
-        f"{verb} {result.imported} event(s); {result.skipped} skipped, "
-        f"{result.overwritten} restored, {result.redactions_applied} redaction(s) "
+        f"{verb} {plural(result.imported, 'event')}; {result.skipped} skipped, "
+        f"{result.overwritten} restored, {plural(result.redactions_applied, 'redaction')} "
         f"{'to apply' if dry_run else 'applied'}"
     )
     return Output(result.to_json(), "\n".join(lines))
@@ -266,7 +270,8 @@ def _writing(output: Path) -> Iterator[None]:
 def flush(*, common: Common = DEFAULT_COMMON) -> Output:
     """Commit events waiting in the capture spool."""
     result = admin.flush(common.repo)
-    text = f"flushed {result.events} event(s) from {result.files} spool file(s)"
+    text = f"flushed {plural(result.events, 'event')} from {plural(result.files, 'spool file')}"
     if result.quarantined:
-        text += f"; {len(result.quarantined)} unreadable file(s) kept in {Path(result.quarantined[0]).parent}"
+        kept = plural(len(result.quarantined), "unreadable file")
+        text += f"; {kept} kept in {Path(result.quarantined[0]).parent}"
     return Output(result.__dict__, text)
