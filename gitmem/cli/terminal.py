@@ -3,8 +3,8 @@
 **Colour** follows ``color.edda``, else ``color.ui`` (git's values: ``auto``,
 the default, colours only a terminal or a pager git started; ``always``;
 ``never``; ``true`` means ``auto`` and ``false`` ``never``, as in git). A
-non-empty ``NO_COLOR`` turns the default off, as https://no-color.org asks;
-an explicit ``always`` in git config still wins. ``TERM=dumb`` gets none.
+non-empty ``NO_COLOR`` turns ``auto`` off, as https://no-color.org asks; an
+explicit ``always`` in git config still wins. ``TERM=dumb`` gets none.
 
 **The pager** is the first of ``GIT_PAGER``, ``core.pager``, ``PAGER`` and
 ``less`` (an empty value or ``cat``: no pager), run through the shell with
