@@ -387,10 +387,10 @@ def test_branch_follows_trunk_decisions_by_default(tmp_path: Path) -> None:
         mem.events()
     # the CLI honours the same setting
     git(repo, "config", "edda.followTrunk", "none")
-    listed = [e["envelope"]["id"] for e in ok_json(repo, "log")]
+    listed = [e["envelope"]["id"] for e in ok_json(repo, "log", "--reverse")["events"]]
     assert listed == [before.id, on_feat.id]
     git(repo, "config", "--unset", "edda.followTrunk")
-    listed = [e["envelope"]["id"] for e in ok_json(repo, "log")]
+    listed = [e["envelope"]["id"] for e in ok_json(repo, "log", "--reverse")["events"]]
     assert listed == [before.id, on_feat.id, decision.id, pinned.id]
 
 
@@ -433,7 +433,7 @@ def test_branches_json(tmp_path: Path) -> None:
     note(repo, "detached 1")
     git(repo, "checkout", "-q", "feat")
 
-    rows = {row["name"]: row for row in ok_json(repo, "branches")}
+    rows = {row["name"]: row for row in ok_json(repo, "branches")["branches"]}
     assert set(rows) == {"main", "feat", "gone", None}
     assert rows["main"] | {"tip": None} == {
         "name": "main",

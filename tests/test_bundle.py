@@ -173,7 +173,7 @@ def test_every_type_round_trips_through_the_cli(tmp_path: Path) -> None:
     dst = init_repo(tmp_path / "dst")
     code, out, err = cli(dst, "import", str(bundle))
     assert code == 0, err
-    assert f"imported {len(bundle_lines(first.encode()))} event(s)" in out
+    assert f"imported {len(bundle_lines(first.encode()))} events" in out
     code, second, err = cli(dst, "export")
     assert code == 0, err
     assert second == first
@@ -369,7 +369,7 @@ def test_dry_run_changes_nothing(source: tuple[Path, list[Event]], tmp_path: Pat
     objects_before = git(dst, "count-objects", "-v")
     code, out, err = cli(dst, "import", str(bundle), "--dry-run")
     assert code == 0, err
-    assert "would import 5 event(s)" in out
+    assert "would import 5 events" in out
     code, out, err = cli(dst, "import", str(bundle), "--dry-run", "--json")
     assert code == 0, err
     result = json.loads(out)

@@ -21,7 +21,8 @@ def opened(repo, *args):
 
 
 def logged(repo):
-    return json.loads(edda(repo, "log", "--json"))
+    """Events oldest first."""
+    return json.loads(edda(repo, "log", "--reverse", "--json"))["events"]
 
 
 def capsule_of(entry):
@@ -39,7 +40,7 @@ def test_events_recorded_while_a_capsule_is_open_belong_to_it(tmp_path):
     edda(repo, "flush")
     inside = [e for e in logged(repo) if e["envelope"]["type"] != "capsule_open"]
     assert [capsule_of(e) for e in inside] == [capsule] * 3
-    listed = json.loads(edda(repo, "capsule", "list", "--json"))
+    listed = json.loads(edda(repo, "capsule", "list", "--json"))["capsules"]
     assert [(c["id"], c["events"], c["open"]) for c in listed] == [(capsule, 3, True)]
 
 
@@ -71,7 +72,7 @@ def test_idle_capsules_are_closed_with_a_note_saying_so(tmp_path):
     time.sleep(1.5)
     fresh = opened(repo, "session", "--intent", "new work")
     assert fresh["auto_closed"] == [forgotten] and fresh["still_open"] == []
-    states = {c["id"]: c for c in json.loads(edda(repo, "capsule", "list", "--json"))}
+    states = {c["id"]: c for c in json.loads(edda(repo, "capsule", "list", "--json"))["capsules"]}
     assert not states[forgotten]["open"] and states[fresh["id"]]["open"]
     assert states[forgotten]["summary"].startswith("closed automatically: no events for ")
     assert "(edda.capsuleIdle is 1s)" in states[forgotten]["summary"]

@@ -45,6 +45,11 @@ def ok_json(repo, *args):
     return json.loads(ok(repo, *args, "--json"))
 
 
+def log_json(repo, *args):
+    """``log --json`` oldest first (the default is newest first, as git log)."""
+    return ok_json(repo, "log", "--reverse", *args)["events"]
+
+
 def test_help_lists_every_command_with_a_description():
     proc = subprocess.run(
         [sys.executable, "-m", "gitmem.cli.main", "--help"], capture_output=True, text=True
@@ -106,44 +111,44 @@ def test_full_workflow_with_json(repo):
     )
     in_cap = ok_json(repo, "note", "inside", "--capsule", cap["id"][:10], "--session", "s1")
     assert in_cap["envelope"]["capsule"] == cap["id"]
-    capsules = ok_json(repo, "capsule", "list")
+    capsules = ok_json(repo, "capsule", "list")["capsules"]
     assert capsules[0]["open"] is True and capsules[0]["events"] == 1
     ok(repo, "capsule", "close", cap["id"], "--summary", "fixed")
-    assert ok_json(repo, "capsule", "list")[0]["open"] is False
+    assert ok_json(repo, "capsule", "list")["capsules"][0]["open"] is False
     code, _, err = cli(repo, "capsule", "close", cap["id"])
     assert code == 2 and "already closed" in err
 
     pin = ok_json(repo, "pin", note["id"], "--reason", "important", "--expires", "7d")
     assert pin["body"]["expires"] > pin["envelope"]["time"]
-    assert [p["target"] for p in ok_json(repo, "pins")] == [note["id"]]
+    assert [p["target"] for p in ok_json(repo, "pins")["pins"]] == [note["id"]]
     # --now after the expiry: the pin is gone, and the answer is reproducible
     later = str(pin["body"]["expires"] + 1)
-    assert ok_json(repo, "pins", "--now", later) == []
+    assert ok_json(repo, "pins", "--now", later) == {"pins": []}
     ok(repo, "unpin", note["id"])
-    assert ok_json(repo, "pins") == []
+    assert ok_json(repo, "pins") == {"pins": []}
 
-    events = ok_json(repo, "log")
+    events = log_json(repo)
     assert [e["envelope"]["type"] for e in events][:3] == ["note", "decision", "decision"]
     assert all(e["branch"] == "main" for e in events)
-    assert [e["id"] for e in ok_json(repo, "log", "--type", "decision")] == [
+    assert [e["id"] for e in log_json(repo, "--type", "decision")] == [
         d1["id"],
         d2["id"],
         events[3]["id"],
     ]
-    assert [e["id"] for e in ok_json(repo, "log", "--path", "src/")] == [note["id"]]
-    assert [e["id"] for e in ok_json(repo, "log", "--tag", "todo")] == [note["id"]]
-    assert [e["id"] for e in ok_json(repo, "log", "--session", "s1")] == [cap["id"], in_cap["id"]]
-    assert [e["id"] for e in ok_json(repo, "log", "--capsule", cap["id"])][:2] == [
+    assert [e["id"] for e in log_json(repo, "--path", "src/")] == [note["id"]]
+    assert [e["id"] for e in log_json(repo, "--tag", "todo")] == [note["id"]]
+    assert [e["id"] for e in log_json(repo, "--session", "s1")] == [cap["id"], in_cap["id"]]
+    assert [e["id"] for e in log_json(repo, "--capsule", cap["id"])][:2] == [
         cap["id"],
         in_cap["id"],
     ]
-    assert len(ok_json(repo, "log", "--actor", "claude-code")) >= 1
-    assert len(ok_json(repo, "log", "--limit", "2")) == 2
-    assert ok_json(repo, "log", "--until", "2000-01-01") == []
-    assert len(ok_json(repo, "log", "--since", "1h")) == len(events)
+    assert len(log_json(repo, "--actor", "claude-code")) >= 1
+    assert len(log_json(repo, "--limit", "2")) == 2
+    assert log_json(repo, "--until", "2000-01-01") == []
+    assert len(log_json(repo, "--since", "1h")) == len(events)
 
     shown = ok(repo, "show", note["id"][:6])
-    assert "remember the milk" in shown and note["id"] in shown
+    assert "remember the milk" in shown and note["id"][:12] in shown
     status = ok_json(repo, "status")
     assert status["events_on_branch"] == len(events) and status["spool_pending"] == 0
     assert ok_json(repo, "verify")["ok"] is True
@@ -154,7 +159,7 @@ def test_log_text_output_is_one_line_per_event(repo):
     ok(repo, "note", "first\nwith a second line")
     ok(repo, "note", "second")
     lines = ok(repo, "log").splitlines()
-    assert len(lines) == 2 and "first with a second line" in lines[0]
+    assert len(lines) == 2 and "first with a second line" in lines[1]  # newest first
 
 
 @pytest.mark.parametrize(
@@ -218,7 +223,7 @@ def test_export_import_via_cli(repo, tmp_path):
     other = init_repo(tmp_path / "other")
     dry = ok_json(other, "import", str(bundle), "--dry-run")
     assert dry["imported"] == 1 and dry["dry_run"] is True
-    assert ok_json(other, "log") == []
+    assert ok_json(other, "log") == {"events": []}
     assert ok_json(other, "import", str(bundle))["imported"] == 1
     code, out, _ = cli(other, "export")
     assert code == 0 and out.encode() == bundle.read_bytes()
@@ -264,7 +269,7 @@ def test_output_arrives_whole_from_a_buffered_process(tmp_path, events):
     with contextlib.redirect_stdout(buffer):
         assert run(args) == 0
     assert proc.stdout == buffer.getvalue()
-    assert len(json.loads(proc.stdout)) == events
+    assert len(json.loads(proc.stdout)["events"]) == events
 
 
 def test_global_options_go_before_the_command_too(repo: Path) -> None:
@@ -297,7 +302,7 @@ def test_note_text_sources_and_messages(repo: Path, tmp_path: Path) -> None:
         ((), "the note has no text"),
         (("",), "the note is empty"),
         (("   ",), "the note is empty"),
-        (("a", "b"), "unexpected argument(s): b"),
+        (("a", "b"), "unexpected argument: b"),
         (("a", "-m", "b"), "give the note once"),
     ):
         code, out, err = run_cli(repo, "note", *args)
@@ -321,13 +326,13 @@ def test_state_changing_commands_refuse_what_would_change_nothing_or_mislead(rep
 
     old = ok("decide", "db.pool", "10", "--agent", "claude")["id"]
     new = ok("decide", "db.pool", "20", "--agent", "claude")["id"]
-    events = len(ok("log", "--all-branches"))
+    events = len(ok("log", "--all-branches")["events"])
     refused("ratify", old, needle="superseded by " + new[:12])
     refused("pin", old, needle="superseded by " + new[:12])
     refused("pin", new, "--expires", "2020-01-01", needle="in the past")
     refused("checkpoint", needle="empty checkpoint")
     refused("checkpoint", "--next", "  ", needle="empty checkpoint")
-    assert len(ok("log", "--all-branches")) == events  # nothing was written
+    assert len(ok("log", "--all-branches")["events"]) == events  # nothing was written
 
     assert ok("ratify", new)["id"] != new
     assert ok("ratify", new)["unchanged"].startswith("already ratified")
@@ -335,4 +340,4 @@ def test_state_changing_commands_refuse_what_would_change_nothing_or_mislead(rep
     ok("pin", new)
     assert ok("pin", new)["unchanged"] == "already pinned"
     ok("unpin", new)
-    assert len(ok("log", "--all-branches")) == events + 3  # ratify, pin, unpin
+    assert len(ok("log", "--all-branches")["events"]) == events + 3  # ratify, pin, unpin

@@ -283,6 +283,6 @@ def test_the_options_help_calls_common_are_taken_by_every_command():
     from gitmem.cli.manual import common_options
 
     common = [n for opt in common_options() for n in opt.names]
-    assert sorted(common) == ["--json", "--repo", "-C"]
+    assert sorted(common) == ["--json", "--no-pager", "--repo", "-C", "-P"]
     for words, sub in leaf_commands().items():
         assert set(common) <= set(option_names(sub)), words

@@ -667,7 +667,7 @@ def test_log_and_show_read_memory_while_another_process_builds(tmp_path: Path) -
     with written_while_another_builds(tmp_path) as (repo, old, new):
         code, out, err = cli(repo, "log", "--json")
         assert code == 0, err
-        assert [e["id"] for e in json.loads(out)] == [old.id, new.id]
+        assert [e["id"] for e in json.loads(out)["events"]] == [new.id, old.id]  # newest first
         code, out, err = cli(repo, "show", new.id[:10], "--json")
         assert code == 0, err
         assert json.loads(out)["id"] == new.id
@@ -695,7 +695,7 @@ def test_log_and_show_answer_through_the_index_as_memory_does(tmp_path: Path) ->
         ["--path", "src/db/"],
         ["--no-redacted", "--limit", "4"],
     ):
-        code, out, err = cli(repo, "log", "--json", *args)
+        code, out, err = cli(repo, "log", "--json", "--reverse", *args)
         assert code == 0, err
         with Memory.open(repo) as mem:
             kw: dict[str, Any] = {"all_branches": "--all-branches" in args}
@@ -708,7 +708,7 @@ def test_log_and_show_answer_through_the_index_as_memory_does(tmp_path: Path) ->
                 include_redacted="--no-redacted" not in args,
             )
             expected = mem.events(where, limit=4 if "--limit" in args else None, **kw)
-        assert [e["id"] for e in json.loads(out)] == [e.id for e in expected], args
+        assert [e["id"] for e in json.loads(out)["events"]] == [e.id for e in expected], args
         assert expected, args
     for event in (decision, secret):
         code, out, err = cli(repo, "show", event.id[:8], "--json")
@@ -748,11 +748,11 @@ def test_status_pins_decide_ratify_read_the_index_as_memory_would(tmp_path: Path
     code, out, err = cli(repo, "branches", "--json")
     assert code == 0, err
     with Memory.open(repo) as mem:
-        assert json.loads(out) == [b.to_json() for b in mem.branches()]
+        assert json.loads(out) == {"branches": [b.to_json() for b in mem.branches()]}
         assert sorted(b.events for b in mem.branches()) == [10, 17]  # b1: seven more
     code, out, err = cli(repo, "pins", "--json", "--now", str(now))
     assert code == 0, err
-    assert [(p["pin"], p["target"]) for p in json.loads(out)] == pins
+    assert [(p["pin"], p["target"]) for p in json.loads(out)["pins"]] == pins
     assert read_manifest(root_of(repo)) is not None  # they went through the index
 
     code, out, err = cli(repo, "decide", "db.engine", "postgres", "--json")
@@ -786,7 +786,7 @@ def test_status_pins_decide_ratify_read_the_index_as_memory_would(tmp_path: Path
         assert code == 0, err
         with Memory.open(repo) as mem:
             listed = mem.capsules(all_branches=bool(scope))
-        assert json.loads(out) == [c.__dict__ | {"open": c.is_open} for c in listed]
+        assert json.loads(out) == {"capsules": [c.__dict__ | {"open": c.is_open} for c in listed]}
         assert [c.events for c in listed] == [1]  # the note inside
     assert cli(repo, "capsule", "close", capsule.id[:8], "--summary", "done")[0] == 0
     code, _out, err = cli(repo, "capsule", "close", capsule.id[:8])

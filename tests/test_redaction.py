@@ -90,7 +90,7 @@ def test_redact_removes_payload_and_keeps_envelope(store: Path) -> None:
     assert CANARY not in out
     code, out, err = cli(store, "log", "--json")
     assert code == 0, err
-    rows = {row["id"]: row for row in json.loads(out)}
+    rows = {row["id"]: row for row in json.loads(out)["events"]}
     assert rows[target.id]["redacted"] is True
     assert rows[target.id]["body"] is None
     code, out, err = cli(store, "verify")

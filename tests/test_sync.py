@@ -639,7 +639,7 @@ def test_push_output_then_up_to_date(tmp_path: Path, remote: Path) -> None:
     code, out, err = cli(a, "push")
     assert code == 0, err
     assert out.startswith("push to origin")
-    assert "pushed main" in out and "+2 event(s)" in out
+    assert "pushed main" in out and "+2 events" in out
     assert "pushed the payload store" in out
     code, out, err = cli(a, "push")
     assert code == 0, err

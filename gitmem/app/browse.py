@@ -73,8 +73,10 @@ def log(
     all_branches: bool = False,
     limit: int | None = None,
     include_redacted: bool = True,
+    newest_first: bool = False,
 ) -> list[Event]:
-    """Events in (time, id) order; ``limit`` keeps the newest ``limit``."""
+    """Events in (time, id) order, or the reverse when ``newest_first`` (as
+    ``git log`` lists commits); ``limit`` keeps the newest ``limit`` either way."""
     if isinstance(branch, str):
         from gitmem.storage.locate import locate
 
@@ -84,7 +86,8 @@ def log(
         kw: dict[str, Any] = {"all_branches": all_branches, "limit": limit}
         if not isinstance(branch, CurrentBranch):
             kw["branch"] = branch
-        return source.events(where, **kw)
+        events = source.events(where, **kw)
+    return events[::-1] if newest_first else events
 
 
 def show(repo: Repo, id: str) -> Event:

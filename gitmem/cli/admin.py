@@ -15,7 +15,7 @@ from cyclopts import Parameter
 
 from gitmem.app import admin
 from gitmem.cli.record import read_file
-from gitmem.cli.render import sync_lines
+from gitmem.cli.render import sid, sync_lines
 from gitmem.cli.root import (
     DEFAULT_COMMON,
     DEFAULT_WHO,
@@ -27,15 +27,16 @@ from gitmem.cli.root import (
 )
 from gitmem.errors import ExitCode, UsageError
 from gitmem.memory.bundle import ImportResult
+from gitmem.memory.describe import plural
 
 
 @app.command
 def init(
     *,
     uninstall: bool = False,
-    no_hooks: bool = False,
+    no_hooks: Annotated[bool, Parameter(negative="")] = False,
     pre_push: bool = False,
-    no_fetch: bool = False,
+    no_fetch: Annotated[bool, Parameter(negative="")] = False,
     bare_ok: bool = False,
     hooks_path_ok: bool = False,
     common: Common = DEFAULT_COMMON,
@@ -83,7 +84,8 @@ def init(
         lines.append(f"git hooks in {hooks.hooks_dir}: {', '.join(done)}")
         if hooks.chained:
             lines.append(
-                f"  chained existing hook(s), which still run first: {', '.join(hooks.chained)}"
+                f"  chained existing {'hook' if len(hooks.chained) == 1 else 'hooks'},"
+                f" which still run first: {', '.join(hooks.chained)}"
             )
         for hook, why in hooks.skipped.items():
             lines.append(f"  skipped {hook}: {why}")
@@ -118,10 +120,10 @@ def redact(
     """
     done = admin.redact(common.repo, id, reason=reason, purge=purge, who=who.who())
     data: dict[str, Any] = {"redaction": done.redaction.id, "target": done.target}
-    text = f"redacted {done.target[:12]} (redaction {done.redaction.id[:12]})"
+    text = f"redacted {sid(done.target)} (redaction {sid(done.redaction.id)})"
     if done.purge is not None:
         data["purge"] = done.purge
-        text += f"; purged {done.purge['destroyed']} object(s) from the local store"
+        text += f"; purged {plural(done.purge['destroyed'], 'object')} from the local store"
     else:
         text += "; run 'git edda gc' to destroy the bytes in the local object store"
     text += _index_note(done.index_redacted, data)
@@ -144,7 +146,8 @@ def gc(*, common: Common = DEFAULT_COMMON) -> Output:
     index = _index_note(done.index_redacted, result)
     return Output(
         result,
-        f"destroyed {result['destroyed']} redacted object(s); {result['still_referenced']} still used elsewhere{index}",
+        f"destroyed {plural(result['destroyed'], 'redacted object')};"
+        f" {result['still_referenced']} still used elsewhere{index}",
     )
 
 
@@ -153,12 +156,13 @@ def verify(*, common: Common = DEFAULT_COMMON) -> Output:
     """Re-derive every digest and link; exit 4 when anything is wrong."""
     report = admin.verify(common.repo)
     lines = [
-        f"checked {report.refs} ref(s), {report.commits} commit(s), {report.events} event(s), "
-        f"{report.payloads} payload(s), {report.redacted} redacted"
+        f"checked {plural(report.refs, 'ref')}, {plural(report.commits, 'commit')},"
+        f" {plural(report.events, 'event')}, {plural(report.payloads, 'payload')},"
+        f" {report.redacted} redacted"
     ]
     lines += [f"problem: {p}" for p in report.problems]
     lines += [f"warning: {w}" for w in report.warnings]
-    lines.append("ok" if report.ok else f"{len(report.problems)} problem(s) found")
+    lines.append("ok" if report.ok else f"{plural(len(report.problems), 'problem')} found")
     return Output(
         report.to_json(), "\n".join(lines), ExitCode.OK if report.ok else ExitCode.VERIFY_FAILED
     )
@@ -192,16 +196,16 @@ def export_(
             done = admin.export(common.repo, format=format, branch=branch, output=output)
         return Output(
             {"events": done.events, "output": str(output)},
-            f"wrote {done.events} events to {output}",
+            f"wrote {plural(done.events, 'event')} to {output}",
         )
     done = admin.export(common.repo, format=format, branch=branch)
     assert done.data is not None
     if not _write_stdout(done.data):
         # The reader stopped early (| head): quiet and non-zero, as git is.
-        return Output({}, "", ExitCode.ERROR)
+        return Output(None, "", ExitCode.ERROR)
     # Standard output holds the bundle and nothing else, so that it stays
     # valid JSON (a summary after it, as --json would print, breaks it).
-    return None
+    return Output(None)
 
 
 def _write_stdout(data: bytes) -> bool:
@@ -287,13 +291,13 @@ def import_(
 def _import_lines(result: ImportResult, file: str) -> list[str]:
     dry = result.dry_run
     lines = [
-        f"{'would redact' if dry else 'redacted'} {eid[:12]} (the bundle carries its redaction)"
+        f"{'would redact' if dry else 'redacted'} {sid(eid)} (the bundle carries its redaction)"
         for eid in result.redacts
     ]
     lines.append(
-        f"{'would import' if dry else 'imported'} {result.imported} event(s); "
+        f"{'would import' if dry else 'imported'} {plural(result.imported, 'event')}; "
         f"{result.skipped} skipped, {result.overwritten} restored, "
-        f"{result.redactions_applied} redaction(s) {'to apply' if dry else 'applied'}"
+        f"{plural(result.redactions_applied, 'redaction')} {'to apply' if dry else 'applied'}"
     )
     onto = result.onto
     if onto is not None:
@@ -302,7 +306,7 @@ def _import_lines(result: ImportResult, file: str) -> list[str]:
             lines += [f"would merge the memory of {b} into {onto}" for b in sources]
         lines += [
             f"memory of {m.source} into {m.into}: {m.outcome}"
-            + (f", +{m.events} event(s)" if m.events else "")
+            + (f", +{plural(m.events, 'event')}" if m.events else "")
             for m in result.merged
         ]
     total = sum(result.branches.values()) + result.detached
@@ -370,7 +374,8 @@ def _writing(output: Path) -> Iterator[None]:
 def flush(*, common: Common = DEFAULT_COMMON) -> Output:
     """Commit events waiting in the capture spool."""
     result = admin.flush(common.repo)
-    text = f"flushed {result.events} event(s) from {result.files} spool file(s)"
+    text = f"flushed {plural(result.events, 'event')} from {plural(result.files, 'spool file')}"
     if result.quarantined:
-        text += f"; {len(result.quarantined)} unreadable file(s) kept in {Path(result.quarantined[0]).parent}"
+        kept = plural(len(result.quarantined), "unreadable file")
+        text += f"; {kept} kept in {Path(result.quarantined[0]).parent}"
     return Output(result.__dict__, text)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from cyclopts import Parameter
+
 from gitmem.app import browse
 from gitmem.cli.render import line, show_lines
 from gitmem.cli.root import (
@@ -16,6 +20,7 @@ from gitmem.cli.root import (
     in_range,
     now_or_wall,
 )
+from gitmem.memory.describe import plural
 from gitmem.memory.timespec import format_time
 from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg
 
@@ -26,12 +31,13 @@ def log(
     filters: FilterOptions = DEFAULT_FILTERS,
     branch: str | None = None,
     all_branches: bool = False,
-    limit: int | None = None,
-    no_redacted: bool = False,
+    limit: Annotated[int | None, Parameter(name=["--limit", "-n"])] = None,
+    reverse: bool = False,
+    no_redacted: Annotated[bool, Parameter(negative="")] = False,
     now: str | None = None,
     common: Common = DEFAULT_COMMON,
 ) -> Output:
-    """List events, oldest first (filters combine; repeat an option for OR).
+    """List events, newest first, as git log does (filters combine; repeat an option for OR).
 
     Parameters
     ----------
@@ -40,7 +46,9 @@ def log(
     all_branches
         Events of every branch.
     limit
-        Show only the newest N events (still oldest first).
+        Show only the newest N events.
+    reverse
+        Oldest first (with --limit: the newest N, oldest of them first, as git log -n N --reverse).
     no_redacted
         Leave redacted events out.
     now
@@ -58,10 +66,12 @@ def log(
         all_branches=all_branches,
         limit=limit,
         include_redacted=not no_redacted,
+        newest_first=not reverse,
     )
     return Output(
-        [e.to_json() | {"id": e.id, "branch": e.branch} for e in events],
+        {"events": [e.to_json() | {"id": e.id, "branch": e.branch} for e in events]},
         "\n".join(line(e) for e in events) or "no events",
+        page=True,
     )
 
 
@@ -78,6 +88,7 @@ def show(id: str, *, common: Common = DEFAULT_COMMON) -> Output:
     return Output(
         event.to_json() | {"id": event.id, "branch": event.branch, "commit": event.commit},
         "\n".join(show_lines(event)),
+        page=True,
     )
 
 
@@ -89,7 +100,7 @@ def status(*, common: Common = DEFAULT_COMMON) -> Output:
     text = (
         f"repository: {info.repository}\nbranch:     {info.branch or 'detached HEAD'} ({info.memory_ref})\n"
         f"events:     {info.events_on_branch} on this branch, {info.events_total} in all "
-        f"({info.redacted} redacted) across {info.memory_refs} memory ref(s)\n"
+        f"({info.redacted} redacted) across {plural(info.memory_refs, 'memory ref')}\n"
         f"spool:      {info.spool_pending} pending, {info.spool_quarantined} quarantined\n"
         f"last event: {last}\nbackend:    {info.backend}, storage format {info.format}"
     )

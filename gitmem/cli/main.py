@@ -15,6 +15,7 @@ import traceback
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+from gitmem.cli.terminal import PLAIN, Terminal, read_settings, use, write
 from gitmem.errors import ExitCode, GitmemError, exit_code_for
 
 _WITHHELD = "[gitmem: text withheld: the secret scrubber failed]"
@@ -72,7 +73,7 @@ def log_internal_error(exc: BaseException, argv: Sequence[str]) -> str | None:
 # Options every command takes, which git users put before the command too
 # (``git edda -C ../other status``, like ``git -C ../other status``).
 _GLOBAL_WITH_VALUE = ("-C", "--repo")
-_GLOBAL_FLAGS = ("--json",)
+_GLOBAL_FLAGS = ("--json", "--no-pager", "-P")
 
 
 def hoist_global_options(argv: Sequence[str]) -> list[str]:
@@ -99,10 +100,28 @@ def _usage_message(exc: Exception) -> str:
     if isinstance(exc, UnusedCliTokensError):
         extra = " ".join(str(t) for t in getattr(exc, "unused_tokens", []) or [])
         if extra:
-            return f"unexpected argument(s): {extra} (quote text that has spaces)"
+            count = len(getattr(exc, "unused_tokens", []) or [])
+            what = "argument" if count == 1 else "arguments"
+            return f"unexpected {what}: {extra} (quote text that has spaces)"
     if isinstance(exc, MissingArgumentError):
         return " ".join(str(exc).split()).replace("requires an argument", "needs a value")
     return " ".join(str(exc).split())
+
+
+def _terminal(argv: Sequence[str], want_json: bool) -> Terminal:
+    """This run's colour and pager (none for --json), made the settings
+    rendering consults: colour must be known before the command renders."""
+    terminal = (
+        PLAIN
+        if want_json
+        else read_settings(
+            _repo_option(argv),
+            paging=not ("--no-pager" in argv or "-P" in argv),
+            stdout=sys.stdout,
+        )
+    )
+    use(terminal)
+    return terminal
 
 
 def run(argv: Sequence[str]) -> int:
@@ -114,6 +133,7 @@ def run(argv: Sequence[str]) -> int:
 
     argv = hoist_global_options(argv)
     want_json = "--json" in argv
+    terminal = _terminal(argv, want_json)
     try:
         # -h/--help: the help command's text, which is also what the manual
         # pages say, not cyclopts' own rendering of the same definitions.
@@ -146,11 +166,13 @@ def run(argv: Sequence[str]) -> int:
         return int(ExitCode.ERROR)
     if isinstance(result, Output):
         if want_json:
-            sys.stdout.write(
-                json.dumps(result.data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-            )
+            if result.data is not None:  # None: the command wrote its JSON itself (export)
+                sys.stdout.write(
+                    json.dumps(result.data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+                )
         elif result.text:
-            sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
+            text = result.text if result.text.endswith("\n") else result.text + "\n"
+            write(text, terminal, page=result.page)
         return int(result.code)
     return int(ExitCode.OK)
 

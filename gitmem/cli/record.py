@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from cyclopts import Parameter
 
 from gitmem.app import record
-from gitmem.cli.render import recorded, written
+from gitmem.cli.render import recorded, sid, written
 from gitmem.cli.root import (
     DEFAULT_COMMON,
     DEFAULT_WHO,
@@ -21,6 +21,7 @@ from gitmem.cli.root import (
     now_or_wall,
 )
 from gitmem.errors import UsageError
+from gitmem.memory.describe import plural
 from gitmem.memory.timespec import parse_time
 from gitmem.storage.clock import wall_us
 
@@ -292,10 +293,12 @@ def pins(*, now: str | None = None, common: Common = DEFAULT_COMMON) -> Output:
         The time to answer for (a date or an age ago such as 2d): reproducible output.
     """
     found = record.pins(common.repo, now=now_or_wall(now))
-    rows = [
-        f"{p.pin.id[:12]}  -> {p.target[:20]:<20} {p.target_event.summary(60) if p.target_event else ''}"
-        for p in found
-    ]
+    rows = []
+    for p in found:
+        kind, _, target = p.target.rpartition(":")  # "summary:<capsule id>" or an event id
+        shown = f"{kind}:{sid(target)}" if kind else sid(target)
+        about = p.target_event.summary(60) if p.target_event else "summary of the capsule"
+        rows.append(f"{sid(p.pin.id)}  -> {shown}  {about}")
     data = [
         {
             "pin": p.pin.id,
@@ -305,7 +308,7 @@ def pins(*, now: str | None = None, common: Common = DEFAULT_COMMON) -> Output:
         }
         for p in found
     ]
-    return Output(data, "\n".join(rows) or "no pins")
+    return Output({"pins": data}, "\n".join(rows) or "no pins", page=True)
 
 
 @capsule_app.command(name="open")
@@ -376,9 +379,12 @@ def capsule_list(
     """
     capsules = record.capsules(common.repo, open_only=open_only, all_branches=all_branches)
     rows = [
-        f"{c.id[:12]}  {c.kind:<8} {'open  ' if c.is_open else 'closed'}  {c.events:>4} events  {c.intent}"
+        f"{sid(c.id)}  {c.kind:<8} {'open  ' if c.is_open else 'closed'}"
+        f"  {plural(c.events, 'event'):>11}  {c.intent}"
         for c in capsules
     ]
     return Output(
-        [c.__dict__ | {"open": c.is_open} for c in capsules], "\n".join(rows) or "no capsules"
+        {"capsules": [c.__dict__ | {"open": c.is_open} for c in capsules]},
+        "\n".join(rows) or "no capsules",
+        page=True,
     )

@@ -9,9 +9,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from cyclopts import Parameter
 
 from gitmem.app import retrieve
+from gitmem.cli.render import sid
 from gitmem.cli.root import (
     DEFAULT_COMMON,
     DEFAULT_FILTERS,
@@ -26,6 +29,9 @@ from gitmem.cli.root import (
     in_range,
     now_or_wall,
 )
+from gitmem.cli.terminal import markdown
+from gitmem.memory.decisions import superseded_note
+from gitmem.memory.describe import SHORT_ID, plural
 from gitmem.memory.timespec import format_time
 from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg
 
@@ -66,7 +72,10 @@ def _branch(branch: str | None) -> BranchArg:
 
 @app.command
 def index(
-    *, rebuild: bool = False, no_embed: bool = False, common: Common = DEFAULT_COMMON
+    *,
+    rebuild: bool = False,
+    no_embed: Annotated[bool, Parameter(negative="")] = False,
+    common: Common = DEFAULT_COMMON,
 ) -> Output:
     """Bring the search indexes up to date (--rebuild: from scratch).
 
@@ -85,14 +94,14 @@ def index(
     with _progress_bar() as progress:
         report = retrieve.index(common.repo, rebuild=rebuild, embed=not no_embed, progress=progress)
     text = {
-        "none": f"index up to date ({report.events} events)",
-        "incremental": f"indexed {report.added} new events ({report.events} in all)",
-        "full": f"built the index: {report.events} events ({report.reason})",
+        "none": f"index up to date ({plural(report.events, 'event')})",
+        "incremental": f"indexed {plural(report.added, 'new event')} ({report.events} in all)",
+        "full": f"built the index: {plural(report.events, 'event')} ({report.reason})",
     }[report.mode]
     if report.redacted:
-        text += f"; {report.redacted} redacted events removed"
+        text += f"; {plural(report.redacted, 'redacted event')} removed"
     if report.vectors:
-        text += f"; {report.vectors} vectors ({report.embedded} texts embedded)"
+        text += f"; {plural(report.vectors, 'vector')} ({plural(report.embedded, 'text')} embedded)"
     if report.rebuilt:
         text += f"; rebuilt {', '.join(report.rebuilt)}"
     lines = [text + f" in {report.seconds:.2f} s", *(f"warning: {w}" for w in report.warnings)]
@@ -151,13 +160,17 @@ def search(
     lines = []
     for rank, hit in enumerate(result.hits, 1):
         e = hit.event
-        lines.append(f"{rank:>2}. [{e.id[:12]}] {format_time(e.time)} {e.type:<11} {e.summary(90)}")
+        by = hit.superseded_by
+        mark = f" ({superseded_note(by, lambda i: f'[{sid(i)}]')})" if by else ""
+        lines.append(
+            f"{rank:>2}. [{sid(e.id)}] {format_time(e.time)} {e.type:<11} {e.summary(90)}{mark}"
+        )
         if explain:
             lines.extend("      " + part for part in _explain(hit))
     text = "\n".join(lines) or "no matches"
     if result.warnings:
         text += "".join(f"\nwarning: {w}" for w in result.warnings)
-    return Output(result.to_json(), text)
+    return Output(result.to_json(), text, page=True)
 
 
 def _explain(hit: Hit) -> list[str]:
@@ -179,10 +192,10 @@ def _explain(hit: Hit) -> list[str]:
         vec,
         f"score {hit.score:.4f} = {RELEVANCE_WEIGHT} x relevance {hit.relevance:.4f}"
         f" + {RECENCY_WEIGHT} x recency {hit.recency:.4f}",
-        f"from event {p['event'][:12]} on {p['branch'] or 'detached HEAD'}"
-        f" (memory commit {p['memory_commit'][:12]})"
-        + (f", capsule {p['capsule'][:12]}" if p.get("capsule") else "")
-        + (f", code commit {p['code_commit'][:12]}" if p.get("code_commit") else ""),
+        f"from event {sid(p['event'])} on {p['branch'] or 'detached HEAD'}"
+        f" (memory commit {p['memory_commit'][:SHORT_ID]})"
+        + (f", capsule {sid(p['capsule'])}" if p.get("capsule") else "")
+        + (f", code commit {p['code_commit'][:SHORT_ID]}" if p.get("code_commit") else ""),
     ]
 
 
@@ -227,7 +240,7 @@ def context(
         paths=path,
         branch=_branch(branch),
     )
-    return Output(pack.to_json(), pack.to_markdown())
+    return Output(pack.to_json(), markdown(pack.to_markdown()), page=True)
 
 
 @app.command
@@ -266,4 +279,4 @@ def ask(
         branch=_branch(branch),
         limit=limit,
     )
-    return Output(result.to_json(), result.to_markdown())
+    return Output(result.to_json(), markdown(result.to_markdown()), page=True)

@@ -24,11 +24,14 @@ from gitmem.storage.clock import wall_us
 
 @dataclass
 class Output:
-    """What a command produced: data for --json, text for people, an exit code."""
+    """What a command produced: data for --json (a JSON object, or None when
+    the command wrote its output itself), text for people, an exit code."""
 
     data: Any
     text: str = ""
     code: ExitCode = ExitCode.OK
+    page: bool = False
+    "Whether the text may be long enough for the pager (listings, show, packs)."
 
 
 @Parameter(name="*")
@@ -38,6 +41,8 @@ class Common:
     "Print machine-readable JSON on stdout."
     repo: Annotated[str | None, Parameter(name=["--repo", "-C"])] = None
     "Run as if started in this directory."
+    no_pager: Annotated[bool, Parameter(name=["--no-pager", "-P"], negative="")] = False
+    "Do not pipe long output into a pager (GIT_PAGER, core.pager, PAGER, less)."
 
 
 @Parameter(name="*")
@@ -96,6 +101,8 @@ app = App(
     help="gitmem: durable, branch-aware memory for AI coding agents, stored in this git repository.",
     version=__version__,
     help_format="plaintext",
+    # No "--empty-tag" for list options: leaving an option out already means none.
+    default_parameter=Parameter(negative_iterable=()),
 )
 capsule_app = App(name="capsule", help="Open, close and list capsules (sessions, workflow steps).")
 app.command(capsule_app)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from gitmem.app import share
 from gitmem.cli.render import sync_lines
 from gitmem.cli.root import DEFAULT_COMMON, Common, Output, app, check_branch
+from gitmem.memory.describe import SHORT_ID, plural
 from gitmem.records.brancharg import CURRENT_BRANCH
 
 
@@ -19,19 +20,37 @@ def _sync(common: Common, remote: str | None, *, pull: bool, push: bool, verb: s
 
 @app.command
 def pull(remote: str | None = None, *, common: Common = DEFAULT_COMMON) -> Output:
-    """Fetch memory from REMOTE (default: edda.remote, the branch's remote, origin) and merge it."""
+    """Fetch memory from REMOTE and merge it.
+
+    Parameters
+    ----------
+    remote
+        The git remote (default: edda.remote, else the current branch's remote, else origin).
+    """
     return _sync(common, remote, pull=True, push=False, verb="pull from")
 
 
 @app.command
 def push(remote: str | None = None, *, common: Common = DEFAULT_COMMON) -> Output:
-    """Push memory to REMOTE, first merging what it has (never forced)."""
+    """Push memory to REMOTE, first merging what it has (never forced).
+
+    Parameters
+    ----------
+    remote
+        The git remote (default: edda.remote, else the current branch's remote, else origin).
+    """
     return _sync(common, remote, pull=False, push=True, verb="push to")
 
 
 @app.command
 def sync(remote: str | None = None, *, common: Common = DEFAULT_COMMON) -> Output:
-    """Pull, then push: afterwards REMOTE and this clone hold the same memory."""
+    """Pull, then push: afterwards REMOTE and this clone hold the same memory.
+
+    Parameters
+    ----------
+    remote
+        The git remote (default: edda.remote, else the current branch's remote, else origin).
+    """
     return _sync(common, remote, pull=True, push=True, verb="sync with")
 
 
@@ -53,7 +72,7 @@ def merge(branch: str, *, into: str | None = None, common: Common = DEFAULT_COMM
     return Output(
         result.to_json(),
         f"memory of {result.source} into {result.into}: {result.outcome}"
-        + (f", +{result.events} event(s)" if result.events else ""),
+        + (f", +{plural(result.events, 'event')}" if result.events else ""),
     )
 
 
@@ -67,5 +86,8 @@ def branches(*, common: Common = DEFAULT_COMMON) -> Output:
         name = b.name if b.name is not None else "(detached HEAD)"
         fork = f"  forked from {b.fork_source}" if b.fork_source else ""
         gone = "" if b.git_branch or b.name is None else "  (no git branch)"
-        rows.append(f"{marks} {name:<30} {b.events:>6} events  {b.tip[:12]}{fork}{gone}")
-    return Output([b.to_json() for b in infos], "\n".join(rows) or "no memory yet")
+        events = plural(b.events, "event")
+        rows.append(f"{marks} {name:<30} {events:>13}  {b.tip[:SHORT_ID]}{fork}{gone}")
+    return Output(
+        {"branches": [b.to_json() for b in infos]}, "\n".join(rows) or "no memory yet", page=True
+    )

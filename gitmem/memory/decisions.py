@@ -10,9 +10,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from gitmem.memory.describe import ref
 from gitmem.memory.event import Event
 
 
@@ -71,3 +72,9 @@ def active_decision(events: Iterable[Event], key: str) -> DecisionState | None:
         if state.key == key and state.active:
             return state
     return None
+
+
+def superseded_note(by: str, show_id: Callable[[str], str] = ref) -> str:
+    """How every listing marks a superseded decision: ``superseded by
+    [a1b2c3d4e5f6]`` (``show_id`` renders the superseding decision's id)."""
+    return f"superseded by {show_id(by)}"

@@ -49,6 +49,11 @@ def one_line(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
 
+def plural(count: int, word: str, words: str | None = None) -> str:
+    """``1 event``, ``2 events`` (``words``: the plural when it is not ``word + "s"``)."""
+    return f"{count} {word if count == 1 else (words or word + 's')}"
+
+
 def short_id(event_id: str) -> str:
     """The first :data:`SHORT_ID` hex characters of an id."""
     return event_id[:SHORT_ID]
@@ -91,9 +96,18 @@ def _summary_decision(b: Body) -> str:
     return f"{b.get('key', '')} = {b.get('value', '')}{reason}"
 
 
+def _short_target(value: Any) -> str:
+    """An event id (or ``summary:<id>``) cut to :data:`SHORT_ID`; other text as is."""
+    text = str(value or "")
+    kind, _, target = text.rpartition(":")
+    if len(target) == 32 and all(c in "0123456789abcdef" for c in target):
+        return f"{kind}:{short_id(target)}" if kind else short_id(target)
+    return text
+
+
 def _summary_targeted(b: Body) -> str:
     extra = b.get("reason") or b.get("note") or ""
-    return f"{b.get('target', '')}" + (f": {extra}" if extra else "")
+    return _short_target(b.get("target")) + (f": {extra}" if extra else "")
 
 
 def _summary_observation(b: Body) -> str:
@@ -102,7 +116,7 @@ def _summary_observation(b: Body) -> str:
 
 
 def _summary_commit_rewrite(b: Body) -> str:
-    return f"{b.get('kind', '')}: {len(b.get('map') or [])} commit(s) rewritten"
+    return f"{b.get('kind', '')}: {plural(len(b.get('map') or []), 'commit')} rewritten"
 
 
 def _summary_fallback(b: Body) -> str:
@@ -175,7 +189,7 @@ KINDS: dict[str, Description] = {
         _line_capsule_open,
     ),
     "capsule_close": Description(
-        lambda b: f"{b.get('capsule', '')} {b.get('summary', '')}".strip(),
+        lambda b: f"{_short_target(b.get('capsule'))} {b.get('summary', '')}".strip(),
         ("summary",),
         _line_capsule_close,
     ),

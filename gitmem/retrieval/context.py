@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gitmem.errors import GitmemError, UsageError
-from gitmem.memory.decisions import DecisionState, decision_states
+from gitmem.memory.decisions import DecisionState, decision_states, superseded_note
 from gitmem.memory.describe import (
     LINE_WIDTH,
     describe,
@@ -65,6 +65,7 @@ from gitmem.memory.describe import (
     iso_minute,
     one_line,
     paths_of,
+    plural,
     ref,
     short_id,
     visible,
@@ -404,7 +405,7 @@ def _with_status(decision: DecisionOutline, text: str) -> str:
     """``text`` (the decision described) with the decision's status around it."""
     date = iso_date(decision.time)
     if not decision.active:
-        return f"{text} (superseded by {ref(decision.superseded_by or '')}; {date})"
+        return f"{text} ({superseded_note(decision.superseded_by or '')}; {date})"
     if not decision.binding:
         agent = one_line(decision.agent or "an agent", 60)
         return f"NOT BINDING, proposed by {agent} and not ratified: {text} ({date})"
@@ -515,7 +516,7 @@ def _capsule_item(capsule: Event, memory: _Memory) -> PackItem:
         state = f"open since {iso_minute(capsule.time)}"
     else:
         state = f"{iso_minute(capsule.time)} to {iso_minute(close.time)}, closed"
-    text = f"- {ref(capsule.id)} {kind} capsule, {state}, {count} event{_s(count)}"
+    text = f"- {ref(capsule.id)} {kind} capsule, {state}, {plural(count, 'event')}"
     text += f": {intent}" if intent else ""
     if close is not None and visible(close) and close.field("summary"):
         text += f"\n  - summary: {one_line(str(close.field('summary')), TEXT_WIDTH * 2)}"
@@ -737,7 +738,7 @@ def _session_line(session: _Session, memory: _Memory, lead: str = "") -> PackIte
     capsule = session.capsule
     anchor = capsule or session.tail[-1]
     count = session.count
-    text = f"- {ref(anchor.id)} {lead}{session.label}, {_span(session)}, {count} event{_s(count)}"
+    text = f"- {ref(anchor.id)} {lead}{session.label}, {_span(session)}, {plural(count, 'event')}"
     if capsule is not None:
         intent = one_line(str(capsule.field("intent", "") or ""), HISTORY_WIDTH)
         close = memory.closes.get(capsule.id)
@@ -787,22 +788,15 @@ def _history(
         requires.append(None)
     if older is not None:
         count, first, last = older.events, older.first, older.last
-        text = (
-            f"- {older.sessions} older session{_s(older.sessions)}, {count} event{_s(count)}, "
-            + (
-                iso_date(first)
-                if iso_date(first) == iso_date(last)
-                else f"{iso_date(first)} to {iso_date(last)}"
-            )
+        text = f"- {plural(older.sessions, 'older session')}, {plural(count, 'event')}, " + (
+            iso_date(first)
+            if iso_date(first) == iso_date(last)
+            else f"{iso_date(first)} to {iso_date(last)}"
         )
         items.append(PackItem(None, "sessions", None, text))
         order.append(0)
         requires.append(None)
     return items, order, requires
-
-
-def _s(count: int) -> str:
-    return "" if count == 1 else "s"
 
 
 # --- fitting to the budget ------------------------------------------------------------
@@ -825,12 +819,11 @@ def _trailer(counts: dict[str, int], total: int, style: str) -> str:
     if not dropped:
         return ""
     if style == "compact":
-        return f"_Dropped {dropped} item{_s(dropped)} to fit the budget (raise --budget)._"
+        return f"_Dropped {plural(dropped, 'item')} to fit the budget (raise --budget)._"
     parts = []
     for name in TIERS:
         if counts.get(name):
-            singular, plural = _NOUNS[name]
-            parts.append(f"{counts[name]} {singular if counts[name] == 1 else plural}")
+            parts.append(plural(counts[name], *_NOUNS[name]))
     return f"_Dropped to fit the budget: {', '.join(parts)} (raise --budget)._"
 
 

@@ -50,6 +50,7 @@ class Hit:
     relevance: float = 0.0  # normalised RRF
     recency: float = 0.0
     provenance: dict[str, Any] = field(default_factory=dict)
+    superseded_by: str | None = None  # a decision: the later decision on its key
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -69,6 +70,7 @@ class Hit:
                 "recency": round(self.recency, 6),
             },
             "provenance": self.provenance,
+            "superseded_by": self.superseded_by,
         }
 
 
@@ -173,6 +175,7 @@ def search(
     result.vector_candidates = len(vector)
     result.hits = _fuse(view, lexical, vector, now, limit, mode)
     _provenance(view, result.hits)
+    _supersession(view, result.hits, branch, all_branches)
     return result
 
 
@@ -314,3 +317,25 @@ def _provenance(view: Any, hits: list[Hit]) -> None:
             "session": e.scope.get("session"),
             "code_commit": code,
         }
+
+
+def _supersession(view: Any, hits: list[Hit], branch: BranchArg, all_branches: bool) -> None:
+    """Mark each decision hit superseded on the branch it was found on, as
+    ``ask`` and context packs see it (a later decision on its key)."""
+    from gitmem.memory.source import branch_kwargs
+    from gitmem.memory.window import DecisionBook
+
+    decisions = [hit for hit in hits if hit.event.type == "decision"]
+    if not decisions or not hasattr(view, "window"):
+        return
+    books: dict[Any, DecisionBook] = {}
+    for hit in decisions:
+        # Every branch's search: each decision as its own branch sees it.
+        where = hit.event.branch if all_branches else branch
+        key = where if isinstance(where, str | None) else "current"
+        if key not in books:
+            kwargs = {"branch": where} if all_branches else branch_kwargs(branch)
+            window = view.window(kwargs)
+            books[key] = DecisionBook(window.decisions(), window.by_ids)
+        standing = books[key].standing.get(hit.event.id)
+        hit.superseded_by = standing.superseded_by if standing is not None else None

@@ -119,7 +119,7 @@ def test_times_out_of_range(repo: Path, args: tuple[str, ...]) -> None:
 def test_pin_expiry_out_of_range(repo: Path) -> None:
     code, out, _err = run_cli(repo, "log", "--json", "--limit", "1")
     assert code == 0
-    event = json.loads(out)[0]["id"]
+    event = json.loads(out)["events"][0]["id"]
     err = usage_error(repo, "pin", event, "--expires", "99999999999d")
     assert "out of range" in err
 

@@ -203,7 +203,7 @@ def readers_work(repo: Path, acknowledged: set[str]) -> None:
         assert code == 0, (args, out[-500:], err)
         assert "Traceback" not in err
     code, out, _ = run_cli(repo, "log", "--json", "--all-branches")
-    listed = {e["id"] for e in json.loads(out)}
+    listed = {e["id"] for e in json.loads(out)["events"]}
     assert acknowledged <= listed, sorted(acknowledged - listed)[:3]
     for eid in sorted(acknowledged)[:5]:
         code, out, err = run_cli(repo, "show", eid[:12])
@@ -399,7 +399,7 @@ def test_hostile_bundle_documents(repo: Path, tmp_path: Path, data: bytes) -> No
 def test_import_reports_redactions_of_existing_events_first(tmp_path: Path) -> None:
     src = make_repo(tmp_path / "src", events=2)
     code, out, _ = run_cli(src, "log", "--json")
-    victim = json.loads(out)[0]["id"]
+    victim = json.loads(out)["events"][0]["id"]
     dst = tmp_path / "dst"
     git(tmp_path, "clone", "-q", str(src), str(dst))
     bundle = tmp_path / "b.json"
@@ -410,11 +410,11 @@ def test_import_reports_redactions_of_existing_events_first(tmp_path: Path) -> N
     code, out, err = run_cli(dst, "import", str(bundle), "--dry-run")
     assert code == 0 and f"would redact {victim[:12]}" in out, out + err
     code, out, _ = run_cli(dst, "log", "--json")
-    assert any(e["id"] == victim and e["body"] for e in json.loads(out))  # not applied yet
+    assert any(e["id"] == victim and e["body"] for e in json.loads(out)["events"])  # not yet
     code, out, _ = run_cli(dst, "import", str(bundle))
-    assert f"redacted {victim[:12]}" in out and "1 redaction(s) applied" in out
+    assert f"redacted {victim[:12]}" in out and "1 redaction applied" in out
     code, out, _ = run_cli(dst, "import", str(bundle))
-    assert "0 redaction(s) applied" in out  # nothing left to remove the second time
+    assert "0 redactions applied" in out  # nothing left to remove the second time
 
 
 # -- pull from a hostile remote ------------------------------------------------------------
@@ -577,7 +577,7 @@ def test_pull_refuses_hostile_remote_and_changes_nothing(tmp_path: Path, name: s
     assert "FORGED" not in out + err
     assert memory_state(repo) == before
     code, out, _ = run_cli(repo, "log", "--json")
-    readers_work(repo, {e["id"] for e in json.loads(out)})
+    readers_work(repo, {e["id"] for e in json.loads(out)["events"]})
     # and it stays refused: a second pull does not half-apply anything either
     assert run_cli(repo, "pull", "origin")[0] == ExitCode.VERIFY_FAILED
     assert memory_state(repo) == before
@@ -608,7 +608,7 @@ def test_pull_of_a_sound_remote_still_works(tmp_path: Path) -> None:
 def test_reader_says_payload_does_not_match_instead_of_printing_it(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo", events=1)
     code, out, _ = run_cli(repo, "log", "--json")
-    eid = json.loads(out)[0]["id"]
+    eid = json.loads(out)["events"][0]["id"]
     # swap the stored body for other bytes of the same size, behind gitmem's back
     tree = git(repo, "rev-parse", f"{layout.PAYLOAD_REF}^{{tree}}").strip()
     path = layout.payload_path(eid)
@@ -688,7 +688,7 @@ def test_arbitrary_json_is_accepted_whole_or_refused_cleanly(repo: Path, batch: 
     assert len(ids) == len(batch)
     code, out, err = run_cli(repo, "log", "--json", "--all-branches")
     assert code == 0, err
-    assert set(ids) <= {e["id"] for e in json.loads(out)}
+    assert set(ids) <= {e["id"] for e in json.loads(out)["events"]}
     assert run_cli(repo, "status")[0] == 0
 
 

@@ -83,7 +83,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
         assert code == 0, err
         commands = _commands(decision.id)
         expected = {name: _answer(reference, args) for name, args in commands.items()}
-        assert len(expected["log"]) == 32  # 21 + 11 on main: feat's 5 are not on main
+        assert len(expected["log"]["events"]) == 32  # 21 + 11 on main: feat's 5 are not on main
         yield {"repo": repo, "old": old, "commands": commands, "expected": expected}
 
 

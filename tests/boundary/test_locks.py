@@ -67,7 +67,7 @@ def capture(repo: Path, text: str) -> subprocess.CompletedProcess[str]:
 def all_events(repo: Path) -> list[dict[str, Any]]:
     code, out, err = run_cli(repo, "log", "--all-branches", "--json")
     assert code == 0, err
-    events: list[dict[str, Any]] = json.loads(out)
+    events: list[dict[str, Any]] = json.loads(out)["events"]
     return events
 
 
@@ -109,7 +109,7 @@ def test_git_and_capture_finish_while_a_lock_is_held(tmp_path: Path, lock: str) 
     # and so did the fork the post-checkout hook recorded for x
     code, out, err = run_cli(repo, "branches", "--json")
     assert code == 0, err
-    assert {b["name"]: b["fork_source"] for b in json.loads(out)}.get("x") == "main"
+    assert {b["name"]: b["fork_source"] for b in json.loads(out)["branches"]}.get("x") == "main"
 
 
 def test_capture_gives_up_on_the_clock_within_a_second(tmp_path: Path) -> None:

@@ -185,7 +185,7 @@ def test_hooks_path_in_the_work_tree_with_no_hooks(husky: Path) -> None:
 def test_hooks_path_in_the_work_tree_with_the_flag(husky: Path) -> None:
     code, out, err = run_cli(husky, "init", "--hooks-path-ok")
     assert code == 0, err
-    assert "chained existing hook(s), which still run first: post-commit" in out
+    assert "chained existing hook, which still run first: post-commit" in out
     assert "post-commit.pre-gitmem" in os.listdir(husky / ".husky")
 
 
