@@ -15,7 +15,7 @@ from gitmem.memory.bundle import ImportResult
 from gitmem.memory.event import Event
 from gitmem.memory.verify import Report
 from gitmem.records import layout
-from gitmem.storage.ledger import FlushResult
+from gitmem.storage.spoolflush import FlushResult
 from gitmem.sync.protocol import SyncReport
 
 

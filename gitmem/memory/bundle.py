@@ -26,8 +26,8 @@ from gitmem.memory.event import Event
 from gitmem.records import canonical
 from gitmem.records.validate import Limits, branch_problem, event_problems
 from gitmem.storage import clock
+from gitmem.storage.eventchain import Sealed
 from gitmem.storage.gitconfig import limits as config_limits
-from gitmem.storage.ledger import Sealed
 
 if TYPE_CHECKING:
     from gitmem.memory.api import Memory

@@ -37,7 +37,7 @@ from gitmem.records.validate import (
     payload_problem,
 )
 from gitmem.storage import clock
-from gitmem.storage.ledger import check_format
+from gitmem.storage.eventchain import check_format
 
 if TYPE_CHECKING:
     from gitmem.memory.api import Memory
