@@ -38,7 +38,7 @@ from gitmem.storage.spoolflush import FlushResult
 
 if TYPE_CHECKING:
     from gitmem.branches.fork import StartPlan
-    from gitmem.memory.verify import Report
+    from gitmem.memory.report import Report
 
 
 class Memory(Writers):
