@@ -21,7 +21,7 @@ from gitmem.memory.api import Memory
 from gitmem.memory.bundle import export_json, import_bundle, parse_bundle
 from gitmem.memory.event import Event
 from gitmem.records import canonical, layout
-from gitmem.storage.ledger import Sealed
+from gitmem.storage.eventchain import Sealed
 
 # None is the detached-HEAD chain; "feature/x" needs escaping in the ref name.
 BRANCHES = ["main", "b1", "feature/x", "fix/ünïcode", None]

@@ -33,7 +33,7 @@ def _merge_tree(mem: Memory, shape: object, tips: list[str]) -> str:
     batch = ObjectBatch()
     parts = [_merge_tree(mem, part, tips) for part in shape]
     tip = heads.merge_tips(mem.backend, batch, parts)
-    mem.ledger._write(batch)
+    mem.ledger.write_objects(batch)
     assert tip is not None
     return tip
 
@@ -149,7 +149,7 @@ def test_fork_commit_records_source_and_code(tmp_path: Path) -> None:
             mem.backend, ObjectBatch(), "feat", source="main", source_tip=tip, code=code
         )
         assert fork == again  # deterministic
-        mem.ledger._write(batch)
+        mem.ledger.write_objects(batch)
         assert heads.fork_record(mem.backend, fork) == ("feat", "main", code)
         assert heads.find_fork(mem.backend, fork, "feat") == ("main", code)
         assert heads.find_fork(mem.backend, tip, "feat") is None

@@ -25,7 +25,7 @@ from gitmem.memory.bundle import export_json, import_bundle
 from gitmem.records import canonical, layout, names
 from gitmem.records.types import BODY_TYPES, typed_body, validate_body
 from gitmem.storage.envelope import seal
-from gitmem.storage.ledger import Sealed
+from gitmem.storage.eventchain import Sealed
 
 # strategies ------------------------------------------------------------------------------
 

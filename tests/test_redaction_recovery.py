@@ -5,7 +5,7 @@ from __future__ import annotations
 from conftest import make_repo
 
 from gitmem.memory.api import Memory
-from gitmem.storage.ledger import Sealed
+from gitmem.storage.eventchain import Sealed
 
 
 def test_redacting_again_finishes_an_interrupted_redaction(tmp_path):

@@ -13,9 +13,9 @@ from gitmem.githooks.install import HookReport
 from gitmem.memory.api import Memory
 from gitmem.memory.bundle import ImportResult
 from gitmem.memory.event import Event
-from gitmem.memory.verify import Report
+from gitmem.memory.report import Report
 from gitmem.records import layout
-from gitmem.storage.ledger import FlushResult
+from gitmem.storage.spoolflush import FlushResult
 from gitmem.sync.protocol import SyncReport
 
 

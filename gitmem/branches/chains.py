@@ -123,7 +123,7 @@ def fork(
                 return {ref: current[ref]}
             batch = ObjectBatch()
             tip = chain_start(store, batch, ref, hint, code)
-            store.ledger._write(batch)
+            store.ledger.write_objects(batch)
             return {ref: tip}
 
         existing = store.backend.read_ref(ref)

@@ -470,7 +470,7 @@ class _Builder:
         return rows
 
     def _envelopes(self, commit: str, ref: str) -> Iterator[tuple[dict[str, Any], str, str]]:
-        from gitmem.storage.ledger import check_format
+        from gitmem.storage.eventchain import check_format
 
         info = self.backend.read_commit(commit)
         check_format(info.message, f"memory commit {commit} on {ref}")

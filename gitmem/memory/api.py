@@ -30,13 +30,15 @@ from gitmem.records import layout
 from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg, CurrentBranch
 from gitmem.storage import spool
 from gitmem.storage.backends import open_backend
+from gitmem.storage.eventchain import Located, Sealed
 from gitmem.storage.gitconfig import Config, get_bool, read_config
-from gitmem.storage.ledger import FlushResult, Ledger, Located, Sealed
+from gitmem.storage.ledger import Ledger
 from gitmem.storage.locate import RepoLocation, locate, memory_branch
+from gitmem.storage.spoolflush import FlushResult
 
 if TYPE_CHECKING:
     from gitmem.branches.fork import StartPlan
-    from gitmem.memory.verify import Report
+    from gitmem.memory.report import Report
 
 
 class Memory(Writers):

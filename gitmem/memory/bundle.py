@@ -28,8 +28,8 @@ from gitmem.memory.event import Event
 from gitmem.records import canonical, layout
 from gitmem.records.validate import Limits, branch_problem, event_problems
 from gitmem.storage import clock
+from gitmem.storage.eventchain import Sealed
 from gitmem.storage.gitconfig import limits as config_limits
-from gitmem.storage.ledger import Sealed
 
 if TYPE_CHECKING:
     from gitmem.branches.chains import MergeResult

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from gitmem.errors import GitmemError
 from gitmem.records import layout
 from gitmem.storage import files
-from gitmem.storage.ledger import check_format
+from gitmem.storage.eventchain import check_format
 from gitmem.storage.locate import RepoLocation, run_git
 from gitmem.storage.lock import mirror_lock
 from gitmem.storage.objects import ObjectBatch

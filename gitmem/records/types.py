@@ -36,7 +36,7 @@ ScopeId = Annotated[
         min_length=1,
         max_length=256,
         pattern=_ONE_LINE,
-        # JSON Schema counts characters; the rule (validate.py) is 256 UTF-8 bytes.
+        # JSON Schema counts characters; the rule (values.py) is 256 UTF-8 bytes.
         description="at most 256 UTF-8 bytes (so at most 256 characters), one line",
     ),
 ]

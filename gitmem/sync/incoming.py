@@ -9,7 +9,7 @@ commit and the problem; nothing local changes:
   and points at a commit;
 * every incoming chain commit is a memory commit of a known format and shape
   (a code commit, a tree with anything besides ``events/``, a merge carrying
-  events are refused: :func:`gitmem.memory.verify.commit_problems`);
+  events are refused: :func:`gitmem.memory.chaincheck.commit_problems`);
 * every incoming envelope is canonical and valid, with a time not past the
   local clock plus ``edda.maxClockSkew``, and appears once;
 * the fetched payload store is a parentless snapshot of ``p/`` and ``b/``;
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gitmem.errors import GitmemError, RejectedError
-from gitmem.memory.verify import commit_problems
+from gitmem.memory.chaincheck import commit_problems
 from gitmem.records import canonical, layout
 from gitmem.records.validate import (
     Limits,
@@ -37,7 +37,7 @@ from gitmem.records.validate import (
     payload_problem,
 )
 from gitmem.storage import clock
-from gitmem.storage.ledger import check_format
+from gitmem.storage.eventchain import check_format
 
 if TYPE_CHECKING:
     from gitmem.memory.api import Memory

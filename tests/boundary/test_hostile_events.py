@@ -724,7 +724,7 @@ def test_memory_written_before_these_rules_stays_readable(tmp_path: Path) -> Non
     """A store an older gitmem let a bad value into (session 5, agent an object,
     capsule a list) is read by every reader, and verify names the problem."""
     from gitmem.memory.api import Memory
-    from gitmem.storage.ledger import Sealed
+    from gitmem.storage.eventchain import Sealed
 
     repo = make_repo(tmp_path / "repo", events=2)
     body = {"text": "legacy"}

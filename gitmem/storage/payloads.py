@@ -1,0 +1,243 @@
+"""The payload store: event bodies under ``refs/edda/payloads``, apart from
+the hashed chains so that redaction can really remove bytes.
+
+The store is one parentless snapshot commit (spec/storage.md §9): ``p/``
+holds each stored body by event id, ``b/`` the attachments split out of
+them by SHA-256. :class:`PayloadStore` reads it and computes new snapshots
+from changes (tree path -> blob, None deleting); it is one part of
+:class:`gitmem.storage.ledger.Ledger`, which writes the objects and moves
+the ref.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from gitmem.errors import GitError
+from gitmem.records import canonical, layout
+from gitmem.records.validate import payload_problem
+from gitmem.storage.backends.base import EMPTY_TREE_MARK, Backend, edit_tree
+from gitmem.storage.eventchain import Sealed, check_format
+from gitmem.storage.objects import ObjectBatch
+
+
+class PayloadMerge(NamedTuple):
+    """What merging another payload store into ours changes."""
+
+    changes: dict[str, str | None]  # tree path -> blob (None: deleted)
+    unreachable: list[str]  # blob ids no longer in the store (for the purge list)
+    added: int  # payloads taken from the other store
+    removed: int  # redacted payloads removed from ours
+
+
+class PayloadStore:
+    """Reading the payload store and building its snapshots (needs only the backend)."""
+
+    backend: Backend
+
+    # reading --------------------------------------------------------------------
+    def payload_tree(self, tip: str | None = None) -> str | None:
+        """The payload store's root tree (None when there is no store yet)."""
+        if tip is None:
+            tip = self.backend.read_ref(layout.PAYLOAD_REF)
+            if tip is None:
+                return None
+        info = self.backend.read_commit(tip)
+        check_format(info.message, "the payload store")
+        return info.tree
+
+    def stored_body(self, tree: str | None, event_id: str) -> tuple[str, Any] | None:
+        """(blob oid, stored form) of an event's body, or None when absent."""
+        if tree is None:
+            return None
+        blob = self.backend.read_path(tree, layout.payload_path(event_id))
+        if blob is None:
+            return None
+        return blob, canonical.decode(self.backend.read_blob(blob))
+
+    def iter_stored_bodies(self, root: str) -> Iterator[tuple[str, tuple[str, Any]]]:
+        """(event id, (blob oid, stored body)) of every payload in the store."""
+        prefix_tree = self.backend.read_path(root, "p")
+        if prefix_tree is None:
+            return
+        for fan in self.backend.read_tree(prefix_tree):
+            for entry in self.backend.read_tree(fan.oid):
+                yield entry.name, (entry.oid, canonical.decode(self.backend.read_blob(entry.oid)))
+
+    def attachment(self, tree: str, sha: str) -> bytes | None:
+        blob = self.backend.read_path(tree, layout.attachment_path(sha))
+        return None if blob is None else self.backend.read_blob(blob)
+
+    def body(self, tree: str | None, event_id: str) -> dict[str, Any] | None:
+        """The logical body of an event (attachments joined), None when absent."""
+        found = self.stored_body(tree, event_id)
+        if found is None or tree is None:
+            return None
+        _, stored = found
+        try:
+            body = layout.join_attachments(stored, lambda sha: self.attachment(tree, sha))
+        except KeyError as exc:
+            raise GitError(f"attachment {exc} of event {event_id} is missing") from exc
+        return body if isinstance(body, dict) else None
+
+    def checked_body(
+        self, tree: str | None, envelope: dict[str, Any]
+    ) -> tuple[dict[str, Any] | None, str | None]:
+        """(body, None) when the event's payload is present and is exactly what
+        its envelope pins; (None, None) when it is absent; (None, why) when it
+        is unreadable, lacks an attachment or does not match its envelope.
+
+        What readers hand out: damaged or forged bytes are never shown as the
+        event's text, and one bad payload never stops a listing.
+        """
+        try:
+            body = self.body(tree, envelope["id"])
+        except GitError as exc:
+            return None, exc.message
+        except ValueError:  # not UTF-8, not JSON
+            return None, "payload is unreadable"
+        if body is None:
+            return None, None
+        why = payload_problem(envelope, body)
+        return (None, why) if why else (body, None)
+
+    # comparing two stores -------------------------------------------------------
+    def missing_payloads(self, root: str | None, other: str | None) -> Iterator[tuple[str, str]]:
+        """(event id, blob) of payloads in store ``other`` that ``root`` lacks."""
+        if other is None:
+            return
+        theirs = self.backend.read_path(other, "p")
+        if theirs is None:
+            return
+        ours = self.backend.read_path(root, "p") if root else None
+        our_fans = {e.name: e.oid for e in self.backend.read_tree(ours)} if ours else {}
+        for fan in self.backend.read_tree(theirs):
+            if our_fans.get(fan.name) == fan.oid:
+                continue  # identical subtree: nothing new in it
+            mine = (
+                {e.name for e in self.backend.read_tree(our_fans[fan.name])}
+                if fan.name in our_fans
+                else set()
+            )
+            for entry in self.backend.read_tree(fan.oid):
+                if entry.name not in mine:
+                    yield entry.name, entry.oid
+
+    def changed_payloads(self, old: str, new: str | None) -> Iterator[str]:
+        """Ids whose payload blob differs between two payload-store trees while
+        present in both. Payloads never change for an id (its envelope pins
+        them), so these were altered behind gitmem's back."""
+        theirs = self.backend.read_path(new, "p") if new else None
+        ours = self.backend.read_path(old, "p")
+        if theirs is None or ours is None or theirs == ours:
+            return
+        old_fans = {e.name: e.oid for e in self.backend.read_tree(ours)}
+        for fan in self.backend.read_tree(theirs):
+            before = old_fans.get(fan.name)
+            if before is None or before == fan.oid:
+                continue
+            was = {e.name: e.oid for e in self.backend.read_tree(before)}
+            for entry in self.backend.read_tree(fan.oid):
+                if was.get(entry.name, entry.oid) != entry.oid:
+                    yield entry.name
+
+    # building snapshots ---------------------------------------------------------
+    def payload_snapshot(
+        self, batch: ObjectBatch, root: str | None, changes: Mapping[str, str | None]
+    ) -> str:
+        """A new payload-store commit: ``root`` with ``changes`` applied.
+
+        Parentless, fixed identity and time 0: the same payloads give the same
+        commit on every clone, and replaced snapshots become unreachable, which
+        is what lets redaction really remove bytes.
+        """
+        tree = edit_tree(self.backend, batch, root, changes)
+        if tree == EMPTY_TREE_MARK:
+            tree = batch.tree([])
+        message = f"gitmem payload store\n\n{layout.FORMAT_TRAILER}: {layout.FORMAT_VERSION}\n"
+        return batch.commit(tree, [], message, 0)
+
+    def payload_commit(
+        self, batch: ObjectBatch, tip: str | None, events: Sequence[Sealed], remove: Sequence[str]
+    ) -> tuple[str, list[str]]:
+        """The snapshot after store commit ``tip`` that adds the bodies of
+        ``events`` and removes the payloads ``remove``, and the blob ids the
+        removal makes unreachable."""
+        root = self.payload_tree(tip)
+        changes, removed = self._removal(root, remove)
+        for item in events:
+            if item.body is None:
+                continue
+            stored, attachments = layout.split_attachments(item.body)
+            for sha, data in attachments.items():
+                changes[layout.attachment_path(sha)] = batch.blob(data)
+            changes[layout.payload_path(item.envelope["id"])] = batch.blob(canonical.encode(stored))
+        return self.payload_snapshot(batch, root, changes), removed
+
+    def merge_changes(
+        self,
+        root: str | None,
+        other: str | None,
+        redacted: set[str],
+        skip: set[str] | frozenset[str] = frozenset(),
+    ) -> PayloadMerge:
+        """Changes to store tree ``root`` that take in every payload of store
+        tree ``other`` it lacks, except those in ``redacted`` or ``skip``, and
+        remove those in ``redacted`` with the attachments only they used."""
+        removing = sorted(e for e in redacted if self.stored_body(root, e) is not None)
+        changes, removed = self._removal(root, removing)
+        added = 0
+        for event_id, blob in self.missing_payloads(root, other):
+            if event_id in redacted or event_id in skip:
+                continue
+            changes[layout.payload_path(event_id)] = blob
+            added += 1
+            for sha in layout.attachment_refs(canonical.decode(self.backend.read_blob(blob))):
+                path = layout.attachment_path(sha)
+                have = self.backend.read_path(root, path) if root else None
+                if have is None or changes.get(path, have) is None:
+                    theirs = self.backend.read_path(other, path) if other else None
+                    if theirs is not None:
+                        changes[path] = theirs
+        unreachable = [oid for oid in removed if oid not in changes.values()]
+        return PayloadMerge(changes, unreachable, added, len(removing))
+
+    def _removal(
+        self, root: str | None, remove: Sequence[str]
+    ) -> tuple[dict[str, str | None], list[str]]:
+        """Tree changes deleting the payloads ``remove`` and the attachments only
+        they use, and the blob ids that become unreachable (for the purge list)."""
+        changes: dict[str, str | None] = {}
+        removed: list[str] = []
+        for event_id in remove:
+            found = self.stored_body(root, event_id)
+            if found is None:
+                continue
+            blob, stored = found
+            changes[layout.payload_path(event_id)] = None
+            removed.append(blob)
+            for sha in self._orphaned_attachments(
+                root, event_id, layout.attachment_refs(stored), remove
+            ):
+                path = layout.attachment_path(sha)
+                changes[path] = None
+                oid = self.backend.read_path(root, path) if root else None
+                if oid:
+                    removed.append(oid)
+        return changes, removed
+
+    def _orphaned_attachments(
+        self, root: str | None, event_id: str, shas: list[str], removing: Sequence[str]
+    ) -> list[str]:
+        """Attachments of ``event_id`` that no payload outside ``removing`` uses."""
+        if not shas or root is None:
+            return []
+        wanted = set(shas)
+        gone = set(removing)
+        for eid, (_, stored) in self.iter_stored_bodies(root):
+            if eid not in gone:
+                wanted -= set(layout.attachment_refs(stored))
+                if not wanted:
+                    break
+        return sorted(wanted)
