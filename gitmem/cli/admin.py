@@ -25,6 +25,13 @@ from gitmem.cli.root import (
 )
 from gitmem.errors import ExitCode, UsageError
 
+# Memory commits live under refs/edda/ and refs/edda-remotes/, which
+# `git log --all` (and gitk --all) walk too. The exclusion must come before
+# --all, and the glob covers both roots.
+LOG_HINT = (
+    "hint: git log --all shows memory commits too; git log --exclude='refs/edda*' --all hides them"
+)
+
 
 @app.command
 def init(
@@ -92,12 +99,6 @@ def init(
         lines.append(f"could not fetch memory from {boot.remote}: {boot.error}")
     lines.append(LOG_HINT)
     return Output(report.to_json(), "\n".join(lines))
-
-
-# Memory commits live under refs/edda/ and refs/edda-remotes/, which
-# `git log --all` (and gitk --all) walk too. The exclusion must come before
-# --all, and the glob covers both roots.
-LOG_HINT = "hint: git log --all shows memory commits too; git log --exclude='refs/edda*' --all hides them"
 
 
 @app.command
