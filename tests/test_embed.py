@@ -33,7 +33,8 @@ from gitmem.embed import (
     digest,
     get_embedder,
 )
-from gitmem.embed.static import DIM, MODEL_ID, TOKENIZER, WEIGHTS, verify_files, wordllama_root
+from gitmem.embed.bpe import SPACE, BPETokenizer
+from gitmem.embed.static import DATA_DIR, DIM, MODEL_ID, TOKENIZER, WEIGHTS, verify_files
 from gitmem.errors import DependencyError, UsageError
 from gitmem.storage.gitconfig import read_config
 from gitmem.storage.locate import locate
@@ -50,8 +51,8 @@ def static() -> StaticEmbedder:
 
 
 def copy_files(root: Path) -> Path:
-    """Copies of the two pinned wordllama files under ``root``, with an old mtime."""
-    source = wordllama_root()
+    """Copies of the two pinned data files under ``root``, with an old mtime."""
+    source = DATA_DIR
     for pin in (WEIGHTS, TOKENIZER):
         target = root / pin.relpath
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -144,7 +145,7 @@ def test_static_odd_texts_do_not_crash(static: StaticEmbedder) -> None:
         static.embed("one string")
 
 
-def test_static_loads_offline_without_wordllama_or_network(tmp_path: Path) -> None:
+def test_static_loads_offline_without_network_or_third_party_loaders(tmp_path: Path) -> None:
     script = (
         "import socket, sys\n"
         "def refuse(*a, **k):\n"
@@ -152,13 +153,14 @@ def test_static_loads_offline_without_wordllama_or_network(tmp_path: Path) -> No
         "socket.socket.connect = refuse\n"
         "socket.create_connection = refuse\n"
         "import gitmem.embed\n"
-        "lazy = {'numpy', 'tokenizers', 'urllib.request'} & set(sys.modules)\n"
+        "lazy = {'numpy', 'gitmem.embed.bpe', 'urllib.request'} & set(sys.modules)\n"
         "assert not lazy, lazy\n"
         "from gitmem.embed import get_embedder\n"
         "e = get_embedder({}, stamp_dir=__import__('pathlib').Path(sys.argv[1]))\n"
         "v = e.embed(['offline please'])\n"
         "assert v.shape == (1, 256)\n"
-        "banned = {'wordllama', 'requests', 'pydantic', 'torch', 'safetensors'} & set(sys.modules)\n"
+        "banned = {'wordllama', 'tokenizers', 'huggingface_hub', 'requests', 'pydantic',\n"
+        "          'torch', 'safetensors'} & set(sys.modules)\n"
         "assert not banned, banned\n"
     )
     proc = subprocess.run(
@@ -177,7 +179,7 @@ def test_checksum_mismatch_is_detected(tmp_path: Path) -> None:
     message = str(caught.value)
     assert str(root / WEIGHTS.relpath) in message
     assert WEIGHTS.sha256 in message
-    assert "pip install --force-reinstall wordllama==0.4.0.post1" in (caught.value.hint or "")
+    assert "pip install --force-reinstall git-edda" in (caught.value.hint or "")
     import hashlib
 
     actual = hashlib.sha256((root / WEIGHTS.relpath).read_bytes()).hexdigest()
@@ -195,14 +197,26 @@ def test_tokenizer_tampering_and_missing_files_are_detected(tmp_path: Path) -> N
         StaticEmbedder(root=root).load()
 
 
-def test_missing_wordllama_package_names_the_pip_command(
-    static: StaticEmbedder, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(sys, "path", [p for p in sys.path if "site-packages" not in p])
+def test_missing_data_files_say_the_installation_is_incomplete(tmp_path: Path) -> None:
+    root = tmp_path / "empty"
+    root.mkdir()
     with pytest.raises(DependencyError) as caught:
-        StaticEmbedder().load()
-    assert "wordllama" in str(caught.value)
-    assert "pip install wordllama==0.4.0.post1" in (caught.value.hint or "")
+        StaticEmbedder(root=root).load()
+    assert WEIGHTS.relpath in str(caught.value) and "incomplete" in str(caught.value)
+    hint = caught.value.hint or ""
+    assert "pip install --force-reinstall git-edda" in hint and "edda.embed.provider" in hint
+
+
+def test_the_data_files_ship_in_the_package_with_their_licence() -> None:
+    assert verify_files(DATA_DIR) == 2
+    if (ROOT / ".git").exists():  # a fresh clone (and so an install from it) has them
+        tracked = git(ROOT, "ls-files", "gitmem/embed/data").split()
+        assert sorted(tracked) == sorted(
+            f"gitmem/embed/data/{name}" for name in (WEIGHTS.relpath, TOKENIZER.relpath, "NOTICE")
+        )
+    notice = (DATA_DIR / "NOTICE").read_text()
+    assert "MIT License" in notice and "Copyright (c) 2024 Lee Miller" in notice
+    assert WEIGHTS.sha256 in notice and TOKENIZER.sha256 in notice
 
 
 def test_stamp_skips_rehashing_until_the_file_changes(tmp_path: Path) -> None:
@@ -239,6 +253,130 @@ def test_stamp_in_a_read_only_place_is_not_fatal(tmp_path: Path) -> None:
     assert verify_files(root, blocker / "state") == 2
     vectors = StaticEmbedder(root=root, stamp_dir=blocker / "state").embed(["still works"])
     assert vectors.shape == (1, DIM)
+
+
+# -- the tokenizer ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bpe() -> BPETokenizer:
+    return BPETokenizer.from_file(DATA_DIR / TOKENIZER.relpath)
+
+
+@pytest.fixture(scope="module")
+def reference() -> Any:
+    """The ``tokenizers`` wheel (a dev dependency) reading the same file."""
+    tokenizers = pytest.importorskip("tokenizers")
+    return tokenizers.Tokenizer.from_file(str(DATA_DIR / TOKENIZER.relpath))
+
+
+def test_tokenizer_gives_the_known_ids(bpe: BPETokenizer) -> None:
+    # Ids from the tokenizers wheel; the stored vectors depend on them.
+    assert bpe.encode("the build fails on CI") == [278, 2048, 8465, 373, 25781]
+    assert bpe.encode("  two  spaces") == [259, 1023, 29871, 8162]
+    assert bpe.encode("snake_case_name()") == [269, 21040, 29918, 4878, 29918, 978, 580]
+    # Characters outside the vocabulary fall back to their UTF-8 bytes (🎉 is 4).
+    assert bpe.encode("Ünïcödé façade 🎉") == [
+        *[7189, 29876, 30085, 29883, 9289, 29948, 2258, 30019, 1943, 29871],
+        *[243, 162, 145, 140],
+    ]
+    assert bpe.encode("<s>x</s> <unk>") == [1, 921, 2, 259, 0]  # special tokens, literally
+    assert bpe.encode("") == []
+    with pytest.raises(UnicodeEncodeError):
+        bpe.encode("a\ud800b")
+
+
+def test_words_can_be_merged_one_by_one(bpe: BPETokenizer) -> None:
+    """The premise of the per-word split: no token has a ▁ after another character."""
+    vocab = json.loads((DATA_DIR / TOKENIZER.relpath).read_bytes())["model"]["vocab"]
+    assert len(vocab) == 32_000
+    assert [t for t in vocab if t.lstrip(SPACE).count(SPACE)] == []
+
+
+def corpus() -> list[str]:
+    """Real text of many shapes: this repository's source, docs and specs, line by line."""
+    lines: list[str] = []
+    for pattern in ("gitmem/**/*.py", "tests/*.py", "*.md", "spec/*.md"):
+        for path in sorted(ROOT.glob(pattern)):
+            lines += path.read_text(encoding="utf-8").splitlines()
+    return lines
+
+
+def test_tokenizer_matches_the_reference_on_real_text(bpe: BPETokenizer, reference: Any) -> None:
+    texts = corpus()
+    assert len(texts) > 10_000
+    text = "\n".join(texts[:3000])
+    texts += [text, "x" * 20_000, "ab" * 9_000 + " end", "\t\t  indented\r\n", "<s><s></s"]
+    for text in texts:
+        assert bpe.encode(text) == reference.encode(text, add_special_tokens=False).ids, text
+
+
+ALPHABET = st.sampled_from(
+    [
+        " ",
+        " ",
+        "a",
+        "e",
+        "t",
+        "h",
+        "s",
+        "in",
+        "ing",
+        "the",
+        "▁",
+        "<s>",
+        "</s>",
+        "<unk>",
+        "<",
+        "/",
+        ">",
+        "\n",
+        "\t",
+        "é",
+        "日",
+        "本",
+        "🎉",
+        "\x00",
+        "Ü",
+        "_",
+        "()",
+        "2",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(ALPHABET, max_size=40).map("".join) | st.text(max_size=40))
+def test_tokenizer_matches_the_reference_on_any_text(
+    bpe: BPETokenizer, reference: Any, text: str
+) -> None:
+    try:
+        ours: list[int] | None = bpe.encode(text)
+    except UnicodeEncodeError:
+        ours = None  # a lone surrogate: the reference refuses it too
+    try:
+        theirs: list[int] | None = reference.encode(text, add_special_tokens=False).ids
+    except TypeError:
+        theirs = None
+    assert ours == theirs
+
+
+def test_tokenizer_refuses_a_file_of_another_shape(tmp_path: Path) -> None:
+    config = json.loads((DATA_DIR / TOKENIZER.relpath).read_bytes())
+    changes: list[tuple[str, Callable[[dict[str, Any]], None]]] = [
+        ("pre_tokenizer", lambda c: c.update(pre_tokenizer={"type": "Whitespace"})),
+        ("normalizer", lambda c: c["normalizer"]["normalizers"].pop()),
+        ("byte_fallback", lambda c: c["model"].update(byte_fallback=False)),
+        ("byte fallback tokens", lambda c: c["model"]["vocab"].pop("<0x41>")),
+        ("lstrip", lambda c: c["added_tokens"][1].update(lstrip=True)),
+    ]
+    for what, change in changes:
+        copy = json.loads(json.dumps(config))
+        change(copy)
+        path = tmp_path / "tokenizer.json"
+        path.write_text(json.dumps(copy))
+        with pytest.raises(ValueError, match=what):
+            BPETokenizer.from_file(path)
 
 
 # -- HTTP providers against a real local server ---------------------------------
@@ -571,7 +709,8 @@ def test_registry_loads_entry_point_plugins(
 def test_import_is_cheap() -> None:
     script = (
         "import sys, gitmem.embed\n"
-        "heavy = {'numpy', 'tokenizers', 'urllib.request', 'gitmem.embed.http'} & set(sys.modules)\n"
+        "heavy = {'numpy', 'gitmem.embed.static', 'gitmem.embed.bpe', 'urllib.request',\n"
+        "         'gitmem.embed.http'} & set(sys.modules)\n"
         "assert not heavy, heavy\n"
     )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)

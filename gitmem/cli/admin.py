@@ -29,6 +29,13 @@ from gitmem.errors import ExitCode, UsageError
 from gitmem.memory.bundle import ImportResult
 from gitmem.memory.describe import plural
 
+# Memory commits live under refs/edda/ and refs/edda-remotes/, which
+# `git log --all` (and gitk --all) walk too. The exclusion must come before
+# --all, and the glob covers both roots.
+LOG_HINT = (
+    "hint: git log --all shows memory commits too; git log --exclude='refs/edda*' --all hides them"
+)
+
 
 @app.command
 def init(
@@ -95,6 +102,7 @@ def init(
         lines += ["  " + line for line in sync_lines(boot.report.to_json())]
     elif boot and boot.error:
         lines.append(f"could not fetch memory from {boot.remote}: {boot.error}")
+    lines.append(LOG_HINT)
     return Output(report.to_json(), "\n".join(lines))
 
 

@@ -1,13 +1,13 @@
 """Text embeddings for gitmem: offline by default, providers pluggable.
 
 * :func:`get_embedder` picks the provider from git config (``edda.embed.*``);
-* :class:`StaticEmbedder` is the default: wordllama's static token vectors,
-  no network, no torch, verified by checksum;
+* :class:`StaticEmbedder` is the default: WordLlama's static token vectors,
+  shipped in the package, no network, no torch, verified by checksum;
 * :class:`OllamaEmbedder` and :class:`OpenAIEmbedder` call HTTP services;
 * :class:`EmbeddingCache` stores vectors by content digest so each text is
   embedded once per model.
 
-Importing this package is cheap: numpy, tokenizers and urllib are only
+Importing this package is cheap: numpy, the tokenizer and urllib are only
 imported by the providers when they are used, and the classes below are
 imported on first access.
 """

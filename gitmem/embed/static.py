@@ -1,16 +1,18 @@
 """The default embedder: static token vectors, offline, no torch.
 
-It uses the weights and tokenizer that the ``wordllama`` package ships
-(model "l2_supercat", 256 dimensions): a text's vector is the mean of its
-tokens' rows, L2-normalised. No network, no model download, no GPU.
+It uses WordLlama's "l2_supercat" static token embeddings (256 dimensions)
+and their LLaMA 2 tokenizer: a text's vector is the mean of its tokens' rows,
+L2-normalised. No network, no model download, no GPU.
 
-The ``wordllama`` package itself is never imported: its loader may reach for
-the network and pulls in pydantic and requests. We only locate its directory
-(``importlib.util.find_spec`` does not execute the package) and read two data
-files from it, both pinned by size and SHA-256 so that a different wordllama
-release can never silently change the vectors stored under our ``model_id``.
+Both files ship inside gitmem (``gitmem/embed/data/``, with their licence in
+``NOTICE``), copied unchanged from the wordllama 0.4.0.post1 wheel, and are
+pinned by size and SHA-256, so that nothing can silently change the vectors
+stored under our ``model_id``. Neither the ``wordllama`` package nor the
+``tokenizers`` wheel is needed: the safetensors header is read here and the
+tokenizer is :mod:`gitmem.embed.bpe`, which keeps their dependencies
+(pydantic, requests, huggingface_hub, hf-xet, ...) out of every install.
 
-Cold start is dominated by the tokenizer (~40 ms to build from its JSON);
+Cold start is dominated by the tokenizer (~40 ms to read its JSON);
 the weights are memory-mapped, so only the rows a query touches are read.
 Verifying the two files costs ~15 ms of hashing, so a caller may pass a
 ``stamp_dir`` where the result of a successful check is remembered, keyed by
@@ -35,7 +37,8 @@ if TYPE_CHECKING:
 
     import numpy as np
     from numpy.typing import NDArray
-    from tokenizers import Tokenizer
+
+    from gitmem.embed.bpe import BPETokenizer
 
 WORDLLAMA_VERSION = "0.4.0.post1"
 MODEL_NAME = "wordllama-l2-supercat-256"
@@ -44,30 +47,31 @@ DIM = 256
 VOCAB_SIZE = 32000
 TENSOR_NAME = "embedding.weight"
 
+DATA_DIR = Path(__file__).parent / "data"
+
 REINSTALL_HINT = (
-    f"reinstall the pinned files: pip install --force-reinstall wordllama=={WORDLLAMA_VERSION}"
-)
-INSTALL_HINT = (
-    f"pip install wordllama=={WORDLLAMA_VERSION}, "
+    "reinstall gitmem (pip install --force-reinstall git-edda, or pipx reinstall git-edda), "
     "or choose another provider with git config edda.embed.provider (ollama, openai, none)"
 )
 
 
 class PinnedFile(NamedTuple):
-    """A data file of the wordllama package that we trust only by content."""
+    """A data file of the static embedder, trusted only by content."""
 
-    relpath: str  # relative to the wordllama package directory (or a test root)
+    relpath: str  # relative to DATA_DIR (or to a test's root)
     size: int
     sha256: str
 
 
+# Byte-identical to wordllama 0.4.0.post1's weights/l2_supercat_256.safetensors
+# and tokenizers/l2_supercat_tokenizer_config.json (see data/NOTICE).
 WEIGHTS = PinnedFile(
-    "weights/l2_supercat_256.safetensors",
+    "l2_supercat_256.safetensors",
     16_384_096,
     "64b47a2dc493cb8e85944076601189739852d7b64e0e1eedcb1937a251cd9fd5",
 )
 TOKENIZER = PinnedFile(
-    "tokenizers/l2_supercat_tokenizer_config.json",
+    "l2_supercat_tokenizer_config.json",
     1_842_796,
     "93248f2a9ec36c7b35f700a033d5f36228aae48db61aee31007fa49062cdeb68",
 )
@@ -84,39 +88,9 @@ _TEXT_CHUNK = 1024
 _TOKEN_SLICE = 8192
 
 
-def wordllama_root() -> Path:
-    """The installed ``wordllama`` package directory, found without importing it."""
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec("wordllama")
-    except (ImportError, ValueError):
-        spec = None
-    locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    if not locations:
-        raise DependencyError(
-            "the wordllama package is not installed (the static embedder reads its bundled weights)",
-            INSTALL_HINT,
-        )
-    return Path(locations[0])
-
-
 def _sha256_file(path: Path) -> str:
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
-
-
-def _installed_note(root: Path) -> str:
-    """For an error message: which wordllama release is installed, when
-    ``root`` is the installed package (a likely cause is a different release)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        if root != wordllama_root():
-            return ""
-        return f"; installed wordllama is {version('wordllama')}"
-    except (DependencyError, PackageNotFoundError):
-        return ""
 
 
 def _read_stamp(stamp_path: Path) -> set[tuple[str, int, int, int, str]]:
@@ -165,7 +139,9 @@ def verify_files(root: Path, stamp_dir: Path | None = None) -> int:
             st = os.stat(path)
         except OSError as exc:
             raise DependencyError(
-                f"{path} is missing or unreadable ({exc.strerror or exc})", REINSTALL_HINT
+                f"the static embedder's {pin.relpath} is missing from {root} "
+                f"({exc.strerror or exc}): this gitmem installation is incomplete",
+                REINSTALL_HINT,
             ) from None
         entry = (str(path), st.st_size, st.st_mtime_ns, st.st_ino, pin.sha256)
         entries.append(entry)
@@ -182,7 +158,7 @@ def verify_files(root: Path, stamp_dir: Path | None = None) -> int:
             raise DependencyError(
                 f"{path} does not match the pinned wordllama {WORDLLAMA_VERSION} file: "
                 f"expected sha256 {pin.sha256} ({pin.size} bytes), "
-                f"found sha256 {actual} ({st.st_size} bytes){_installed_note(root)}",
+                f"found sha256 {actual} ({st.st_size} bytes)",
                 REINSTALL_HINT,
             )
         if os.stat(path).st_mtime_ns != st.st_mtime_ns or (
@@ -234,8 +210,8 @@ class StaticEmbedder:
     """Mean of static token vectors (wordllama l2_supercat, 256 dims), offline.
 
     Construction is free; the files are verified and loaded on first use (or
-    by :meth:`load`). ``root`` replaces the installed wordllama package
-    directory (tests use it with copies of the two files); ``stamp_dir`` is
+    by :meth:`load`). ``root`` replaces the directory of the two files shipped
+    with gitmem (tests use it with copies); ``stamp_dir`` is
     where a successful verification is remembered (``None``: hash every time).
     """
 
@@ -245,7 +221,7 @@ class StaticEmbedder:
     def __init__(self, *, root: Path | None = None, stamp_dir: Path | None = None) -> None:
         self._root = root
         self._stamp_dir = stamp_dir
-        self._tokenizer: Tokenizer | None = None
+        self._tokenizer: BPETokenizer | None = None
         self._weights: NDArray[np.float16] | None = None
         self._mapped: mmap.mmap | None = None
 
@@ -255,27 +231,22 @@ class StaticEmbedder:
     def load(self) -> None:
         """Verify and load the weights and tokenizer now (idempotent).
 
-        Raises :class:`DependencyError` when wordllama is missing or its files
-        do not match the pinned checksums.
+        Raises :class:`DependencyError` when the files are missing or do not
+        match the pinned checksums.
         """
         if self._tokenizer is not None:
             return
-        from tokenizers import Tokenizer
+        from gitmem.embed.bpe import BPETokenizer
 
-        root = self._root if self._root is not None else wordllama_root()
+        root = self._root if self._root is not None else DATA_DIR
         verify_files(root, self._stamp_dir)
         mapped, weights = _map_weights(root / WEIGHTS.relpath)
         try:
-            tokenizer = Tokenizer.from_file(str(root / TOKENIZER.relpath))
-        except Exception as exc:  # the Rust side raises a bare Exception
+            tokenizer = BPETokenizer.from_file(root / TOKENIZER.relpath)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
             raise DependencyError(
                 f"cannot load the tokenizer {root / TOKENIZER.relpath}: {exc}", REINSTALL_HINT
             ) from None
-        # The file's own settings are already right (no padding, no
-        # truncation); say so explicitly since tokens beyond a limit would be
-        # dropped from the mean silently.
-        tokenizer.no_padding()
-        tokenizer.no_truncation()
         self._mapped, self._weights, self._tokenizer = mapped, weights, tokenizer
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
@@ -293,25 +264,19 @@ class StaticEmbedder:
         return normalize_rows(out)
 
     def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:
-        # One text at a time rather than encode_batch: the batch call runs a
-        # Rust thread pool, after which a forked child prints a warning (the
-        # library never prints) or can deadlock. Sequential encoding still
-        # gives tens of thousands of short texts per second.
         assert self._tokenizer is not None
         encode = self._tokenizer.encode
         ids: list[list[int]] = []
         for text in texts:
+            if not isinstance(text, str):
+                raise UsageError(f"cannot embed a {type(text).__name__}: texts must be strings")
             try:
-                ids.append(encode(text, add_special_tokens=False).ids)
-            except TypeError:
-                if not isinstance(text, str):
-                    raise UsageError(
-                        f"cannot embed a {type(text).__name__}: texts must be strings"
-                    ) from None
-                # Lone surrogates (e.g. undecodable file names) are not valid
-                # UTF-8, which the tokenizer requires: replace them.
-                clean = text.encode("utf-8", "replace").decode("utf-8")
-                ids.append(encode(clean, add_special_tokens=False).ids)
+                ids.append(encode(text))
+            except UnicodeEncodeError:
+                # Lone surrogates (e.g. undecodable file names) have no UTF-8
+                # bytes to fall back to: replace them, as the tokenizers wheel
+                # this replaces required (so their vectors did not change).
+                ids.append(encode(text.encode("utf-8", "replace").decode("utf-8")))
         return ids
 
     def _pool(self, ids: list[list[int]], out: NDArray[np.float32]) -> None:
