@@ -164,17 +164,24 @@ def run(argv: Sequence[str]) -> int:
         message = _masked(str(exc))
         print(f"git edda: internal error: {type(exc).__name__}: {message}{detail}", file=sys.stderr)
         return int(ExitCode.ERROR)
-    if isinstance(result, Output):
+    if not isinstance(result, Output):
+        return int(ExitCode.OK)
+    try:
         if want_json:
             if result.data is not None:  # None: the command wrote its JSON itself (export)
                 sys.stdout.write(
                     json.dumps(result.data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
                 )
+                sys.stdout.flush()
         elif result.text:
             text = result.text if result.text.endswith("\n") else result.text + "\n"
             write(text, terminal, page=result.page)
-        return int(result.code)
-    return int(ExitCode.OK)
+            sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader left (| head): stop quietly, not with a traceback, and
+        # not with success either, as git does.
+        return int(ExitCode.ERROR)
+    return int(result.code)
 
 
 def main() -> None:
@@ -192,8 +199,8 @@ def main() -> None:
     try:
         sys.stdout.flush()
         sys.stderr.flush()
-    except (OSError, ValueError):  # a closed pipe: nothing more to write
-        pass
+    except (OSError, ValueError):  # a closed pipe: what was left is lost
+        code = code or int(ExitCode.ERROR)
     os._exit(code)
 
 
