@@ -744,7 +744,7 @@ def test_status_pins_decide_ratify_read_the_index_as_memory_would(tmp_path: Path
 
     code, out, err = cli(repo, "status", "--json")
     assert code == 0, err
-    assert json.loads(out) == status
+    assert json.loads(out) == status.to_json()
     code, out, err = cli(repo, "branches", "--json")
     assert code == 0, err
     with Memory.open(repo) as mem:
