@@ -343,19 +343,7 @@ class Ledger:
             other = self.payload_tree(other_tip) if other_tip else None
             removing = sorted(e for e in redacted if self.stored_body(root, e) is not None)
             changes, removed = self._removal(root, removing)
-            added = 0
-            for event_id, blob in self.missing_payloads(root, other):
-                if event_id in redacted or event_id in skip:
-                    continue
-                changes[layout.payload_path(event_id)] = blob
-                added += 1
-                for sha in layout.attachment_refs(canonical.decode(self.backend.read_blob(blob))):
-                    path = layout.attachment_path(sha)
-                    have = self.backend.read_path(root, path) if root else None
-                    if have is None or changes.get(path, have) is None:
-                        theirs = self.backend.read_path(other, path) if other else None
-                        if theirs is not None:
-                            changes[path] = theirs
+            added = self._adopt(root, other, changes, redacted | skip)
             counts[:] = [added, len(removing)]
             removed_blobs[:] = [oid for oid in removed if oid not in changes.values()]
             if not changes:
@@ -368,6 +356,64 @@ class Ledger:
         if removed_blobs:
             add_to_purge_list(self.state_dir, removed_blobs)
         return counts[0], counts[1]
+
+    def _adopt(
+        self,
+        root: str | None,
+        other: str | None,
+        changes: dict[str, str | None],
+        leave: set[str] | frozenset[str],
+    ) -> int:
+        """Add to ``changes`` every payload of store tree ``other`` that ``root``
+        lacks and ``leave`` does not name, with the attachments it needs;
+        returns how many payloads."""
+        added = 0
+        for event_id, blob in self.missing_payloads(root, other):
+            if event_id in leave:
+                continue
+            changes[layout.payload_path(event_id)] = blob
+            added += 1
+            for sha in layout.attachment_refs(canonical.decode(self.backend.read_blob(blob))):
+                path = layout.attachment_path(sha)
+                have = self.backend.read_path(root, path) if root else None
+                if have is None or changes.get(path, have) is None:
+                    theirs = self.backend.read_path(other, path) if other else None
+                    if theirs is not None:
+                        changes[path] = theirs
+        return added
+
+    def outgoing_payloads(
+        self,
+        tip: str | None,
+        other_tip: str | None,
+        drop: Sequence[str],
+        redacted: set[str],
+    ) -> str | None:
+        """The payload store to push to a remote whose store is ``other_tip``.
+
+        It is the store ``tip`` without the payloads ``drop`` (events that
+        stay local) that the remote lacks, plus every payload the remote holds
+        that ``tip`` lacks and ``redacted`` does not name: a push never takes
+        from the remote a payload that one of its events may need. The
+        snapshot's objects are written, no ref moves; it depends only on its
+        tree, so two computations of the same store give the same commit.
+        None when there is nothing to send to a remote that has no store.
+        """
+        if not drop and (other_tip is None or other_tip == tip):
+            return tip
+        root = self.payload_tree(tip) if tip else None
+        other = self.payload_tree(other_tip) if other_tip else None
+        leaving = [e for e in drop if other is None or self.stored_body(other, e) is None]
+        changes, _ = self._removal(root, leaving)
+        self._adopt(root, other, changes, redacted)
+        if not changes:
+            return tip
+        batch = ObjectBatch()
+        if other is None and edit_tree(self.backend, batch, root, changes) == EMPTY_TREE_MARK:
+            return None  # nothing to send to a remote that has no store yet
+        snapshot = self.payload_snapshot(batch, root, changes)
+        self._write(batch)
+        return snapshot
 
     def missing_payloads(self, root: str | None, other: str | None) -> Iterator[tuple[str, str]]:
         """(event id, blob) of payloads in store ``other`` that ``root`` lacks."""
