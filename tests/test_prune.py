@@ -196,13 +196,28 @@ def test_a_redaction_found_nowhere_else_is_never_pruned(tmp_path: Path) -> None:
     git(repo, "branch", "-D", "cleanup")
     entries = prune(repo, "--force")
     assert entries["cleanup"]["action"] == "kept"
-    assert "redaction" in entries["cleanup"]["reason"]
+    assert "redaction of an event other branches hold" in entries["cleanup"]["reason"]
     assert "git edda merge cleanup" in entries["cleanup"]["reason"]
     verify_clean(repo)
     # once merged, it goes
     with Memory.open(repo) as mem:
         mem.merge("cleanup", "main")
     assert prune(repo)["cleanup"]["action"] == "pruned"
+    verify_clean(repo)
+
+
+def test_force_drops_a_redaction_together_with_what_it_redacted(tmp_path: Path) -> None:
+    repo = setup_repo(tmp_path / "repo")
+    note(repo, "main")
+    git(repo, "checkout", "-q", "-b", "agent-tmp")
+    leaked = note(repo, "token s3cr3t-value")
+    with Memory.open(repo) as mem:
+        mem.redact(leaked, "leaked token")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "branch", "-D", "agent-tmp")
+    entry = prune(repo, "--force")["agent-tmp"]
+    assert (entry["action"], entry["lost"]) == ("pruned", 2)
+    assert leaked not in all_ids(repo)
     verify_clean(repo)
 
 

@@ -179,6 +179,22 @@ def test_a_redaction_on_a_local_branch_still_travels(tmp_path: Path) -> None:
     verify_clean(b)
 
 
+def test_a_redaction_of_local_memory_stays_local(tmp_path: Path) -> None:
+    """Redacting an event that never left this clone sends nothing."""
+    bare = make_remote(tmp_path)
+    a = clone(bare, tmp_path / "a")
+    kept = note(a, "on main")
+    git(a, "checkout", "-q", "-b", "agent-tmp")
+    leaked = note(a, f"token {SECRET}")
+    with Memory.open(a) as mem:
+        mem.redact(leaked, "leaked token")
+    git(a, "checkout", "-q", "main")
+    report = edda(a, "sync")
+    assert [m["ref"] for m in report["pushed"]] == [BRANCHES + "main"]
+    assert report["held_back"] == [BRANCHES + "agent-tmp"]
+    assert remote_payload_ids(bare) == {kept}
+
+
 def test_clones_with_different_local_branches_settle(tmp_path: Path) -> None:
     """Each clone keeps its own scratch memory; neither keeps re-pushing the
     payload store over the other's."""

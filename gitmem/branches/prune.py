@@ -13,9 +13,9 @@ their chains behind. Pruning removes them, but only when nothing is lost
   stays (it was merged, or renamed: fork and merge commits carry no events,
   so a branch that never had memory of its own goes too);
 * the others stay unless ``force``, which drops their own events; a chain
-  holding a redaction that no chain that stays holds stays even then: without
-  it the redacted payload would be merged back from any clone that still has
-  it;
+  holding the only copy of a redaction of an event that is not dropped with
+  it stays even then: without the redaction the payload would be merged back
+  from any clone that still has it;
 * everything happens under the writer lock, and each ref is deleted with a
   compare-and-swap on the tip the decision was made on;
 * with ``force``, the payloads of the events dropped leave the payload store
@@ -75,8 +75,26 @@ def events_between(
                 yield envelope
 
 
-def has_redaction(envelopes: Iterable[dict[str, Any]]) -> bool:
-    return any(envelope.get("type") == "redaction" for envelope in envelopes)
+def redacts_outside(
+    ledger: Ledger, envelopes: Iterable[dict[str, Any]], leaving: set[str] | frozenset[str]
+) -> bool:
+    """Whether ``envelopes`` hold a redaction of an event that is not in
+    ``leaving`` (or of one it cannot name: a redaction without its body).
+
+    Such a redaction must stay where that event is, or the payload it removed
+    comes back from any store that still has it."""
+    tree: str | None = None
+    loaded = False
+    for envelope in envelopes:
+        if envelope.get("type") != "redaction":
+            continue
+        if not loaded:
+            tree, loaded = ledger.payload_tree(), True
+        body = ledger.body(tree, envelope["id"]) if tree else None
+        target = body.get("target") if body else None
+        if not isinstance(target, str) or target not in leaving:
+            return True
+    return False
 
 
 def prune(store: ChainStore, *, force: bool = False, dry_run: bool = False) -> list[PruneEntry]:
@@ -194,22 +212,22 @@ def _decide(store: ChainStore, tips: Mapping[str, str], *, force: bool) -> list[
                 undecided.remove(ref)
             continue
         # Every chain left has events the chains that stay lack.
-        redacting = [
-            r for r in undecided if has_redaction(events_between(ledger, [tips[r]], keep_tips))
-        ]
-        if redacting:
+        if force:
+            own = {r: list(events_between(ledger, [tips[r]], keep_tips)) for r in undecided}
+            dropping = {e["id"] for found in own.values() for e in found if "id" in e}
+            redacting = [r for r in undecided if redacts_outside(ledger, own[r], dropping)]
             for ref in redacting:
                 decide(
                     ref,
                     KEPT,
-                    "it holds a redaction no branch that stays has: merge it first "
+                    "it holds a redaction of an event other branches hold: merge it first "
                     f"(git edda merge {_label(ref)})",
                     ledger.count_events([tips[ref]], keep_tips),
                 )
                 undecided.remove(ref)
                 keep.append(ref)
-            continue
-        if force:
+            if redacting:
+                continue
             for ref in undecided:
                 lost = ledger.count_events([tips[ref]], keep_tips)
                 decide(ref, PRUNED, f"--force: {lost} event(s) found in no branch that stays", lost)

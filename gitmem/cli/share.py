@@ -92,7 +92,8 @@ def branches(
         With --prune: list what would be removed and why the rest stays; change nothing.
     force
         With --prune: also remove memory found nowhere else (its events are lost;
-        a branch holding the only copy of a redaction is still kept).
+        a branch holding the only copy of a redaction of an event that stays is
+        still kept).
     """
     if (dry_run or force) and not prune:
         raise UsageError(

@@ -37,7 +37,7 @@ from gitmem.storage.lock import mirror_lock
 from gitmem.storage.purgelist import add_to_purge_list
 from gitmem.sync import shallow, transport
 from gitmem.sync.incoming import check_fetched
-from gitmem.sync.selection import select_push
+from gitmem.sync.selection import push_mode, select_push
 
 if TYPE_CHECKING:
     from gitmem.memory.api import Memory
@@ -106,6 +106,8 @@ def sync(
     so ``push`` without ``pull`` only skips the code-merge detection.
     """
     target = transport.resolve_remote(memory.location, memory.config, remote)
+    if push:
+        push_mode(memory.config)  # a bad setting fails before anything moves
     report = SyncReport(target.name)
     memory.flush()
     had_memory = bool(memory.ledger.memory_refs())

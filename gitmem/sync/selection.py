@@ -15,7 +15,8 @@ sends what teammates need (spec/sync.md §7, "What a push sends"):
 
 ``edda.pushBranch`` (multi-valued, globs such as ``release/*``; ``*`` also
 matches ``/``) adds branches in any mode. Whatever the mode, a chain holding
-a redaction the remote lacks is pushed: redactions must travel. Pulls are
+a redaction of an event that the remote has or gets is pushed: redactions
+must travel. Pulls are
 not affected: they bring every chain the remote has.
 
 The payload store is a single snapshot, so what stays local must also stay
@@ -74,7 +75,7 @@ def select_push(
 ) -> PushSelection:
     """Which of the ``local`` chains (ref -> tip) a push to ``remote`` sends,
     given what it held at the last fetch (``mirror``)."""
-    from gitmem.branches.prune import events_between, has_redaction
+    from gitmem.branches.prune import events_between, redacts_outside
 
     config = memory.config
     mode = push_mode(config)
@@ -98,26 +99,21 @@ def select_push(
         else:
             others.append(ref)
     ledger = memory.ledger
-    shared = [local[r] for r in chosen] + [
-        tip for ref, tip in mirror.items() if layout.is_chain_ref(ref)
-    ]
-    for ref in list(others):
-        # A redaction left behind would let the remote, and every clone,
-        # keep the payload it removed.
-        if has_redaction(events_between(ledger, [local[ref]], shared)):
-            others.remove(ref)
-            chosen.append(ref)
-            shared.append(local[ref])
+    remote_tips = [tip for ref, tip in mirror.items() if layout.is_chain_ref(ref)]
+    while True:
+        shared = [local[r] for r in chosen] + remote_tips
+        own = {r: list(events_between(ledger, [local[r]], shared)) for r in others}
+        local_only = {e["id"] for found in own.values() for e in found if "id" in e}
+        # A redaction of an event the remote has, or will have, must go with
+        # it: left behind, the remote and every clone keep the payload.
+        redacting = [r for r in others if redacts_outside(ledger, own[r], local_only)]
+        if not redacting:
+            break
+        chosen += redacting
+        others = [r for r in others if r not in redacting]
     selection.refs = sorted(chosen)
     selection.held_back = others
-    if others:
-        selection.local_only = sorted(
-            {
-                e["id"]
-                for e in events_between(ledger, [local[r] for r in others], shared)
-                if isinstance(e.get("id"), str)
-            }
-        )
+    selection.local_only = sorted(local_only)
     return selection
 
 
