@@ -16,8 +16,7 @@ sends what teammates need (spec/sync.md §7, "What a push sends"):
 ``edda.pushBranch`` (multi-valued, globs such as ``release/*``; ``*`` also
 matches ``/``) adds branches in any mode. Whatever the mode, a chain holding
 a redaction of an event that the remote has or gets is pushed: redactions
-must travel. Pulls are
-not affected: they bring every chain the remote has.
+must travel. Pulls are not affected: they bring every chain the remote has.
 
 The payload store is a single snapshot, so what stays local must also stay
 out of it: the snapshot pushed lacks the payloads of events only unpushed
