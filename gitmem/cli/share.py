@@ -35,13 +35,20 @@ def pull(remote: str | None = None, *, common: Common = DEFAULT_COMMON) -> Outpu
 
 @app.command
 def push(remote: str | None = None, *, common: Common = DEFAULT_COMMON) -> Output:
-    """Push memory to REMOTE, first merging what it has (never forced)."""
+    """Push memory to REMOTE, first merging what it has (never forced).
+
+    edda.push chooses the memory branches sent: tracked (default: the trunk,
+    the current branch, branches whose code is on REMOTE, and those it has
+    already), current (the trunk and the current branch) or all;
+    edda.pushBranch globs add more.
+    """
     return _sync(common, remote, pull=False, push=True, verb="push to")
 
 
 @app.command
 def sync(remote: str | None = None, *, common: Common = DEFAULT_COMMON) -> Output:
-    """Pull, then push: afterwards REMOTE and this clone hold the same memory."""
+    """Pull, then push: afterwards REMOTE holds this clone's memory of the
+    branches edda.push selects, and this clone all of REMOTE's."""
     return _sync(common, remote, pull=True, push=True, verb="sync with")
 
 
@@ -80,9 +87,11 @@ def branches(
     With --prune, remove the memory of branches whose git branch is gone
     (renamed, a removed worktree's, merged and deleted): only when other
     memory branches hold every event of it, unless --force. The trunk, the
-    current branch, the detached HEAD chain and branches still on a remote
-    are kept. Remotes are not changed: their copy stays, and a pull brings a
-    pruned branch back only when it has new events.
+    current branch, the detached HEAD chain, branches still on a remote and,
+    even with --force, a branch holding the only copy of a redaction of an
+    event that stays are kept. Remotes are not changed (a --remote option may
+    come later): their copy stays, and a pull brings a pruned branch back
+    only when it has new events.
 
     Parameters
     ----------
@@ -91,9 +100,7 @@ def branches(
     dry_run
         With --prune: list what would be removed and why the rest stays; change nothing.
     force
-        With --prune: also remove memory found nowhere else (its events are lost;
-        a branch holding the only copy of a redaction of an event that stays is
-        still kept).
+        With --prune: also remove unmerged memory, whose own events are lost.
     """
     if (dry_run or force) and not prune:
         raise UsageError(
