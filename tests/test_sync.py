@@ -492,6 +492,10 @@ def run_ops(root: Path, ops: list[tuple], *, serialized: bool) -> tuple[list[Pat
     Returns (clones, remote, ids of every appended event)."""
     bare = make_remote(root)
     clones = [clone(bare.as_uri(), root / f"c{i}") for i in range(3)]
+    for repo in clones:
+        # Convergence is a property of every chain a clone pushes: push them all
+        # (by default f1, a branch whose code is on no remote, stays local).
+        git(repo, "config", "edda.push", "all")
     appended: set[str] = set()
     for n, op in enumerate(ops):
         kind, i = op[0], op[1]

@@ -1,4 +1,4 @@
-"""Sharing memory: pull, push and sync through git remotes; merge and list branches."""
+"""Sharing memory: pull, push and sync through git remotes; merge, list and prune branches."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from gitmem.app.session import Repo, open_memory, open_writer, reader
 from gitmem.branches.chains import BranchInfo, MergeResult
 from gitmem.branches.chains import branches as list_branches
 from gitmem.branches.chains import merge as merge_chains
+from gitmem.branches.prune import PruneEntry
 from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg
 from gitmem.sync.protocol import SyncReport
 
@@ -42,3 +43,15 @@ def branches(repo: Repo) -> list[BranchInfo]:
         sizes = source.chain_size if isinstance(source, IndexView) else None
     with open_memory(repo) as mem:
         return list_branches(mem, sizes)
+
+
+def prune(repo: Repo, *, force: bool = False, dry_run: bool = False) -> list[PruneEntry]:
+    """Remove the memory of branches whose git branch is gone, when other
+    memory branches hold all of it (everything with ``force``, except a
+    redaction no other branch has); one entry per memory branch says what
+    happened and why. ``dry_run`` changes nothing. Remotes are left alone:
+    a pull does not bring back what was pruned unless it has new events."""
+    from gitmem.branches.prune import prune as prune_chains
+
+    with open_writer(repo) as mem:
+        return prune_chains(mem, force=force, dry_run=dry_run)

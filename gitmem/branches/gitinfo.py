@@ -99,3 +99,14 @@ def trunk_branch(location: RepoLocation, backend: Backend, config: Config) -> st
         if name and name in branches:
             return name
     return None
+
+
+def remote_branches(backend: Backend) -> dict[str, list[str]]:
+    """Branch name -> the remote-tracking branches of that name (``origin/x``), sorted."""
+    out: dict[str, list[str]] = {}
+    for ref in sorted(backend.list_refs(REMOTES)):
+        short = ref[len(REMOTES) :]
+        remote, _, branch = short.partition("/")
+        if remote and branch and branch != "HEAD":
+            out.setdefault(branch, []).append(short)
+    return out

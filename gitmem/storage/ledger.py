@@ -17,7 +17,7 @@ from typing import Any
 
 from gitmem.records import layout
 from gitmem.storage import maintenance, spool, spoolflush
-from gitmem.storage.backends.base import Backend, transact
+from gitmem.storage.backends.base import EMPTY_TREE_MARK, Backend, edit_tree, transact
 from gitmem.storage.eventchain import ChainReader, Sealed, check_format, event_commit
 from gitmem.storage.locate import RepoLocation
 from gitmem.storage.lock import writer_lock
@@ -215,6 +215,39 @@ class Ledger(ChainReader, PayloadStore):
         if merged[0].unreachable:
             add_to_purge_list(self.state_dir, merged[0].unreachable)
         return merged[0].added, merged[0].removed
+
+    def outgoing_payloads(
+        self,
+        tip: str | None,
+        other_tip: str | None,
+        drop: Sequence[str],
+        redacted: set[str],
+    ) -> str | None:
+        """The payload store to push to a remote whose store is ``other_tip``.
+
+        It is the store ``tip`` without the payloads ``drop`` (events that
+        stay local) that the remote lacks, plus every payload the remote holds
+        that ``tip`` lacks and ``redacted`` does not name: a push never takes
+        from the remote a payload that one of its events may need. The
+        snapshot's objects are written, no ref moves; it depends only on its
+        tree, so two computations of the same store give the same commit.
+        None when there is nothing to send to a remote that has no store.
+        """
+        if not drop and (other_tip is None or other_tip == tip):
+            return tip
+        root = self.payload_tree(tip) if tip else None
+        other = self.payload_tree(other_tip) if other_tip else None
+        leaving = [e for e in drop if other is None or self.stored_body(other, e) is None]
+        changes, _ = self.removal(root, leaving)
+        self.adopt(root, other, changes, redacted)
+        if not changes:
+            return tip
+        batch = ObjectBatch()
+        if other is None and edit_tree(self.backend, batch, root, changes) == EMPTY_TREE_MARK:
+            return None  # nothing to send to a remote that has no store yet
+        snapshot = self.payload_snapshot(batch, root, changes)
+        self.write_objects(batch)
+        return snapshot
 
     def append(self, events: Sequence[Sealed]) -> dict[str, str]:
         """Commit sealed events under the writer lock (first flushing the spool,

@@ -165,7 +165,7 @@ class PayloadStore:
         ``events`` and removes the payloads ``remove``, and the blob ids the
         removal makes unreachable."""
         root = self.payload_tree(tip)
-        changes, removed = self._removal(root, remove)
+        changes, removed = self.removal(root, remove)
         for item in events:
             if item.body is None:
                 continue
@@ -186,10 +186,24 @@ class PayloadStore:
         tree ``other`` it lacks, except those in ``redacted`` or ``skip``, and
         remove those in ``redacted`` with the attachments only they used."""
         removing = sorted(e for e in redacted if self.stored_body(root, e) is not None)
-        changes, removed = self._removal(root, removing)
+        changes, removed = self.removal(root, removing)
+        added = self.adopt(root, other, changes, redacted | skip)
+        unreachable = [oid for oid in removed if oid not in changes.values()]
+        return PayloadMerge(changes, unreachable, added, len(removing))
+
+    def adopt(
+        self,
+        root: str | None,
+        other: str | None,
+        changes: dict[str, str | None],
+        leave: set[str] | frozenset[str],
+    ) -> int:
+        """Add to ``changes`` every payload of store tree ``other`` that ``root``
+        lacks and ``leave`` does not name, with the attachments it needs;
+        returns how many payloads."""
         added = 0
         for event_id, blob in self.missing_payloads(root, other):
-            if event_id in redacted or event_id in skip:
+            if event_id in leave:
                 continue
             changes[layout.payload_path(event_id)] = blob
             added += 1
@@ -200,10 +214,9 @@ class PayloadStore:
                     theirs = self.backend.read_path(other, path) if other else None
                     if theirs is not None:
                         changes[path] = theirs
-        unreachable = [oid for oid in removed if oid not in changes.values()]
-        return PayloadMerge(changes, unreachable, added, len(removing))
+        return added
 
-    def _removal(
+    def removal(
         self, root: str | None, remove: Sequence[str]
     ) -> tuple[dict[str, str | None], list[str]]:
         """Tree changes deleting the payloads ``remove`` and the attachments only

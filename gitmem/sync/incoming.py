@@ -59,9 +59,17 @@ def _refuse(remote: str, what: str, problem: str) -> RejectedError:
     )
 
 
-def check_fetched(memory: Memory, mirror: dict[str, str], remote: str, limits: Limits) -> Incoming:
+def check_fetched(
+    memory: Memory,
+    mirror: dict[str, str],
+    remote: str,
+    limits: Limits,
+    left_out: set[str] | frozenset[str] = frozenset(),
+) -> Incoming:
     """Check the fetched refs ``mirror`` (``refs/edda/…`` name -> tip) before a
-    merge; raise :class:`RejectedError` on the first problem."""
+    merge; raise :class:`RejectedError` on the first problem. ``left_out``:
+    ids of events the remote holds in chains this pull leaves out (pruned
+    here), whose payloads are not merged."""
     backend = memory.backend
     ledger = memory.ledger
     result = Incoming()
@@ -114,6 +122,8 @@ def check_fetched(memory: Memory, mirror: dict[str, str], remote: str, limits: L
         memory, envelopes, [theirs, ours]
     )
     claimed = {eid for eid, _ in ledger.missing_payloads(ours, theirs)} - redacted
+    result.skip_payloads |= claimed & left_out
+    claimed -= left_out
     unknown = claimed - envelopes.keys()
     known = _local_envelopes(memory, unknown) if unknown else {}
     for event_id in sorted(claimed):

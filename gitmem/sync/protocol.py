@@ -10,10 +10,13 @@ One round (spec/sync.md, "Sync protocol"):
 4. under the writer lock, merge each mirrored chain into the local chain of
    the same name (canonical merges: fast-forward when possible), then merge
    the payload stores minus every redacted payload, and advance the clock;
+   Chains pruned here (:mod:`gitmem.branches.prune`) that bring nothing new
+   are left out;
 5. with ``pull``, merge the memory of branches whose code has been merged;
-6. push every local ref the remote lacks or is behind on, without force
-   (the payload store with a lease on the value just fetched); when the
-   remote moved meanwhile, go back to 2, up to ``attempts`` times.
+6. push every local ref that ``edda.push`` selects (:mod:`gitmem.sync.selection`)
+   and the remote lacks or is behind on, without force (the payload store
+   with a lease on the value just fetched); when the remote moved meanwhile,
+   go back to 2, up to ``attempts`` times.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gitmem.branches.chains import MergeResult, merge_code_merges
+from gitmem.branches.prune import events_between, read_pruned, skip_on_pull, write_pruned
 from gitmem.errors import ConflictError, GitmemError
 from gitmem.records import canonical, layout
 from gitmem.storage import clock
@@ -33,6 +37,7 @@ from gitmem.storage.lock import mirror_lock
 from gitmem.storage.purgelist import add_to_purge_list
 from gitmem.sync import shallow, transport
 from gitmem.sync.incoming import check_fetched
+from gitmem.sync.selection import push_mode, select_push
 
 if TYPE_CHECKING:
     from gitmem.memory.api import Memory
@@ -65,6 +70,9 @@ class SyncReport:
     code_merges: list[MergeResult] = field(default_factory=list)
     bootstrapped: bool = False
     shallow_repaired: bool = False
+    push_mode: str | None = None  # edda.push, when pushing
+    held_back: list[str] = field(default_factory=list)  # refs edda.push kept local
+    skipped_pruned: list[str] = field(default_factory=list)  # pruned here: not pulled
     remote_has_memory: bool = False
     attempts: int = 0
 
@@ -98,6 +106,8 @@ def sync(
     so ``push`` without ``pull`` only skips the code-merge detection.
     """
     target = transport.resolve_remote(memory.location, memory.config, remote)
+    if push:
+        push_mode(memory.config)  # a bad setting fails before anything moves
     report = SyncReport(target.name)
     memory.flush()
     had_memory = bool(memory.ledger.memory_refs())
@@ -113,11 +123,11 @@ def sync(
                 report.shallow_repaired = True
             mirror = _mirror(memory, target)
             report.remote_has_memory = report.remote_has_memory or bool(mirror)
-            _merge_mirror(memory, mirror, report)
+            redacted = _merge_mirror(memory, mirror, report)
             if pull:
                 # before pushing, so the memory merges that follow code merges travel too
                 report.code_merges.extend(merge_code_merges(memory))
-            if not push or _push(memory, target, mirror, report, prompt=prompt):
+            if not push or _push(memory, target, mirror, redacted, report, prompt=prompt):
                 break
         time.sleep(delay * (0.5 + random.random()))
         delay *= 2
@@ -139,13 +149,31 @@ def _mirror(memory: Memory, target: transport.Remote) -> dict[str, str]:
     }
 
 
-def _merge_mirror(memory: Memory, mirror: dict[str, str], report: SyncReport) -> None:
+def _merge_mirror(memory: Memory, mirror: dict[str, str], report: SyncReport) -> set[str]:
+    """Merge the fetched chains and payloads; returns the ids every redaction names."""
     ledger = memory.ledger
-    chains = {ref: tip for ref, tip in mirror.items() if layout.is_chain_ref(ref)}
+    state_dir = memory.location.state_dir
     with ledger.locked():
         memory.flush()
+        pruned = read_pruned(state_dir)
+        local = ledger.memory_refs()
+        skipped = {
+            ref
+            for ref, tip in mirror.items()
+            if layout.is_chain_ref(ref) and skip_on_pull(ledger, pruned, ref, tip, local)
+        }
+        report.skipped_pruned = sorted(skipped)
+        # What was pruned here and brings nothing new is not merged, nor checked:
+        # its events stay out, so its payloads are claimed by none and left out too.
+        left_out = {
+            e["id"]
+            for e in events_between(ledger, [mirror[r] for r in skipped], list(local.values()))
+            if isinstance(e.get("id"), str)
+        }
+        mirror = {ref: tip for ref, tip in mirror.items() if ref not in skipped}
+        chains = {ref: tip for ref, tip in mirror.items() if layout.is_chain_ref(ref)}
         limits = config_limits(memory.config)
-        checked = check_fetched(memory, mirror, report.remote, limits)
+        checked = check_fetched(memory, mirror, report.remote, limits, left_out)
         remote_payload = mirror.get(layout.PAYLOAD_REF)
         for ref, tip in sorted(chains.items()):
             before, after = ledger.join(ref, [tip])
@@ -170,6 +198,15 @@ def _merge_mirror(memory: Memory, mirror: dict[str, str], report: SyncReport) ->
             )
         if checked.newest:
             clock.observe(memory.location.state_path, checked.newest, skew_us=limits.skew_us)
+        if pruned:
+            alive = ledger.memory_refs()
+            if any(ref in alive for ref in pruned):  # re-created, or brought back with news
+                write_pruned(
+                    state_dir,
+                    {r: t for r, t in pruned.items() if r not in alive},
+                    fsync=ledger.fsync,
+                )
+        return redacted
 
 
 def _fetched_redacted_blobs(memory: Memory, remote_payload: str, redacted: set[str]) -> list[str]:
@@ -209,6 +246,7 @@ def _push(
     memory: Memory,
     target: transport.Remote,
     mirror: dict[str, str],
+    redacted: set[str],
     report: SyncReport,
     *,
     prompt: bool,
@@ -216,16 +254,26 @@ def _push(
     """Push what the remote lacks; False when it moved and we must go again."""
     ledger = memory.ledger
     local = dict(ledger.memory_refs())
-    payload = memory.backend.read_ref(layout.PAYLOAD_REF)
-    refs = sorted(ref for ref, tip in local.items() if mirror.get(ref) != tip)
+    selection = select_push(memory, target, local, mirror)
+    report.push_mode = selection.mode
+    report.held_back = [ref for ref in selection.held_back if mirror.get(ref) != local[ref]]
+    refs = [ref for ref in selection.refs if mirror.get(ref) != local[ref]]
+    payload = ledger.outgoing_payloads(
+        memory.backend.read_ref(layout.PAYLOAD_REF),
+        mirror.get(layout.PAYLOAD_REF),
+        selection.local_only,
+        redacted,
+    )
     leases: dict[str, str | None] = {}
+    sources: dict[str, str] = {}
     if payload is not None and mirror.get(layout.PAYLOAD_REF) != payload:
         leases[layout.PAYLOAD_REF] = mirror.get(layout.PAYLOAD_REF)
+        sources[layout.PAYLOAD_REF] = payload  # may differ from the local store
     if not refs and not leases:
         return True
     # Payloads first: a remote never holds an event whose payload is missing.
     order = [*leases, *refs]
-    outcome = transport.push(memory.location, target, order, leases, prompt=prompt)
+    outcome = transport.push(memory.location, target, order, leases, prompt=prompt, sources=sources)
     if outcome.message == "atomic-unsupported":
         for group in ([*leases], refs):
             if not group:
@@ -237,6 +285,7 @@ def _push(
                 {r: leases[r] for r in group if r in leases},
                 prompt=prompt,
                 atomic=False,
+                sources=sources,
             )
             if not outcome.ok:
                 break

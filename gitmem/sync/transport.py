@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from gitmem.errors import GitError, RemoteError, UsageError
@@ -159,15 +160,18 @@ def push(
     *,
     prompt: bool = True,
     atomic: bool = True,
+    sources: Mapping[str, str] | None = None,
 ) -> PushOutcome:
-    """Push ``refs`` (same name remotely); refs in ``leases`` are pushed with
+    """Push ``refs`` (same name remotely, from the local ref of that name or
+    the object ``sources`` gives); refs in ``leases`` are pushed with
     ``--force-with-lease=<ref>:<expected>`` (None: must not exist yet)."""
     args = ["push", "--porcelain", "--no-verify", "--quiet"]
     if atomic:
         args.append("--atomic")
     for ref, expected in leases.items():
         args.append(f"--force-with-lease={ref}:{expected or ''}")
-    args += [remote.name, *(f"{ref}:{ref}" for ref in refs)]
+    given = sources or {}
+    args += [remote.name, *(f"{given.get(ref, ref)}:{ref}" for ref in refs)]
     proc = _run(location, args, prompt=prompt)
     lines = [line for line in proc.stdout.decode("utf-8", "replace").splitlines() if "\t" in line]
     if proc.returncode == 0:
