@@ -29,6 +29,7 @@ from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg, CurrentBranch
 from gitmem.storage.clock import wall_us
 
 if TYPE_CHECKING:
+    from gitmem.branches.prune import PruneEntry
     from gitmem.index.view import IndexView
     from gitmem.retrieval.context import ContextPack
     from gitmem.retrieval.search import SearchResult
@@ -143,6 +144,12 @@ class Memory(Store):
     def branches(self, sizes: Callable[[str], int] | None = None) -> list[BranchInfo]:
         """Every memory branch with its size, fork point and git status."""
         return chains.branches(self, sizes)
+
+    def prune(self, *, force: bool = False, dry_run: bool = False) -> list[PruneEntry]:
+        """Remove the memory of deleted branches; see :func:`gitmem.branches.prune.prune`."""
+        from gitmem.branches.prune import prune
+
+        return prune(self, force=force, dry_run=dry_run)
 
     def commit_rewrites(self) -> dict[str, str]:
         """Old code sha -> the newest sha it was rewritten to (amend, rebase)."""
