@@ -35,6 +35,7 @@ from gitmem.storage.locate import RepoLocation, locate, memory_branch
 
 if TYPE_CHECKING:
     from gitmem.branches.fork import StartPlan
+    from gitmem.memory.window import BranchWindow
     from gitmem.sync.protocol import SyncReport
 
 
@@ -796,6 +797,14 @@ class Memory:
                 "give more characters of the id",
             )
         return self._events[found[0]]
+
+    def window(self, branch_kwargs: dict[str, Any]) -> BranchWindow:
+        """One branch's events for context packs and ``ask`` (``branch_kwargs``
+        as for :meth:`events`): read whole, then selected in a
+        :class:`~gitmem.memory.listwindow.ListWindow`."""
+        from gitmem.memory.listwindow import ListWindow
+
+        return ListWindow(self.events(**branch_kwargs))
 
     def decisions(self, *, include_superseded: bool = False, **kw: Any) -> list[DecisionState]:
         states = decision_states(self.events(EventFilter(types=["decision", "ratify"]), **kw))

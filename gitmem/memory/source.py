@@ -1,5 +1,11 @@
-"""What readers read from: the store (:class:`~gitmem.memory.api.Memory`) or the
-index (:class:`~gitmem.index.view.IndexView`) behind one protocol.
+"""What readers read from: the store (:class:`~gitmem.memory.api.Memory`), the
+index (:class:`~gitmem.index.view.IndexView`) or a plain list of events
+(:class:`~gitmem.memory.listwindow.ListSource`) behind one protocol.
+
+Every source has a :meth:`~EventSource.window`: a branch's events fetched by
+need (:class:`~gitmem.memory.window.BranchWindow`). The index selects them
+from Arrow columns; the others hold the branch's events in a list
+(:class:`~gitmem.memory.listwindow.ListWindow`). The answers are the same.
 """
 
 from __future__ import annotations
@@ -8,6 +14,7 @@ from typing import Any, Protocol
 
 from gitmem.memory.event import Event
 from gitmem.memory.query import EventFilter
+from gitmem.memory.window import BranchWindow
 from gitmem.records.brancharg import BranchArg, CurrentBranch
 
 
@@ -33,6 +40,11 @@ class EventSource(Protocol):
 
     def get(self, event_id: str) -> Event:
         """An event by id or unique prefix; raises ``NotFoundError``."""
+        ...
+
+    def window(self, branch_kwargs: dict[str, Any]) -> BranchWindow:
+        """One branch's events fetched by need (``branch_kwargs`` as for
+        :meth:`events`, e.g. from :func:`branch_kwargs`)."""
         ...
 
 

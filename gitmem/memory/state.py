@@ -45,18 +45,12 @@ class PinInfo:
 
 def capsules_in(source: EventSource, **kw: Any) -> list[CapsuleInfo]:
     """The capsules of ``source`` (a :class:`Memory` or an index view), in
-    event order; ``kw`` as for ``source.events``. Through the index only the
-    capsule events are decoded, and the events per capsule are counted in Arrow."""
-    opener = getattr(source, "window", None)
-    if opener is None:
-        events = source.events(**kw)
-        counts: dict[str, int] = {}
-        for event in events:
-            if event.capsule:
-                counts[event.capsule] = counts.get(event.capsule, 0) + 1
-    else:
-        events = source.events(EventFilter(types=["capsule_open", "capsule_close"]), **kw)
-        counts = opener(kw).capsule_counts()
+    event order; ``kw`` as for ``source.events``. Read through the source's
+    window: through the index only the capsule events are decoded, and the
+    events per capsule are counted in Arrow."""
+    window = source.window(kw)
+    events = window.of_types(["capsule_open", "capsule_close"])
+    counts = window.capsule_counts()
     closes: dict[str, Event] = {}
     for event in events:
         if event.type == "capsule_close" and event.body is not None:

@@ -15,10 +15,9 @@
   capsule or session or about the same paths, nearest in time first.
   Superseded decisions are hidden unless ``include_superseded``.
 
-A source with the ``window`` capability (:mod:`gitmem.memory.window`,
-the index) is read selectively: the decision ledger (ids, keys, targets), the
-decisions shown, and only the commit links, notes and checkpoints that may
-relate to them.
+Every source is read through its window (:mod:`gitmem.memory.window`):
+the decision ledger (ids, keys, targets), the decisions shown, and only the
+commit links, notes and checkpoints that may relate to them.
 
 Results are deterministic (orders are fixed by key, ``(time, id)`` and id)
 and show ids as short ids, ``[a1b2c3d4e5f6]``, which ``git edda show`` expands.
@@ -30,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gitmem.memory.decisions import DecisionState, decision_states
+from gitmem.memory.decisions import DecisionState
 from gitmem.memory.describe import (
     describe,
     iso_date,
@@ -44,7 +43,7 @@ from gitmem.memory.describe import (
 from gitmem.memory.event import Event
 from gitmem.memory.query import paths_overlap
 from gitmem.memory.source import EventSource, branch_kwargs, branch_name
-from gitmem.memory.window import BranchWindow, DecisionBook
+from gitmem.memory.window import DecisionBook
 from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg
 from gitmem.retrieval.context import decision_line
 from gitmem.retrieval.source import SearchFn, query_terms, term_score
@@ -250,28 +249,17 @@ def ask(
 
 
 class _Decisions:
-    """A branch's decision states: from all its events (a plain source), or
-    through its window, decoding only the decisions asked for and, for
-    related events, only the candidates that may relate."""
+    """A branch's decision states through its window: the ledger, then only
+    the decisions asked for are decoded and, for related events, only the
+    candidates that may relate."""
 
-    def __init__(self, source: EventSource, branch: Any) -> None:
-        opener = getattr(source, "window", None)
-        self.window: BranchWindow | None = None
-        self.book: DecisionBook | None = None
-        self.events: list[Event] = []
-        self.all: list[DecisionState] = []
-        if opener is None:
-            self.events = source.events(**branch_kwargs(branch))
-            self.all = decision_states(self.events)
-        else:
-            self.window = opener(branch_kwargs(branch))
-            self.book = DecisionBook(self.window.decisions(), self.window.by_ids)
+    def __init__(self, source: EventSource, branch: BranchArg) -> None:
+        self.window = source.window(branch_kwargs(branch))
+        self.book = DecisionBook(self.window.decisions(), self.window.by_ids)
 
     def keys(self) -> list[str]:
         """Every decision key, sorted."""
-        if self.book is not None:
-            return sorted(self.book.keys())
-        return sorted({s.key for s in self.all})
+        return sorted(self.book.keys())
 
     def states(
         self,
@@ -282,40 +270,27 @@ class _Decisions:
     ) -> list[DecisionState]:
         """Decision states in event order: active only unless ``superseded``,
         on ``keys``, with ``ids`` (None: no restriction)."""
-        if self.book is not None:
-            chosen = self.book.ids(superseded=superseded, keys=keys)
-            if ids is not None:
-                wanted = set(ids)
-                chosen = [i for i in chosen if i in wanted]
-            return self.book.states(chosen)
-        return [
-            s
-            for s in self.all
-            if (superseded or s.active)
-            and (keys is None or s.key in keys)
-            and (ids is None or s.event.id in ids)
-        ]
+        chosen = self.book.ids(superseded=superseded, keys=keys)
+        if ids is not None:
+            wanted = set(ids)
+            chosen = [i for i in chosen if i in wanted]
+        return self.book.states(chosen)
 
     def timeline_events(self, states: Sequence[DecisionState]) -> list[Event]:
-        """Events a timeline of these decisions walks (all, or just them and
-        the ratifications that target them)."""
-        if self.window is None or self.book is None:
-            return self.events
+        """Events a timeline of these decisions walks: them and the
+        ratifications that target them."""
         ids = {s.event.id for s in states}
         ratifies = [r for r, target in self.book.ratifies if target in ids]
         return self.window.by_ids([*ids, *ratifies])
 
     def related_candidates(self, chosen: Sequence[DecisionState]) -> list[Event]:
         """Visible commit links, notes and checkpoints that may relate to ``chosen``."""
-        if self.window is None:
-            events = self.events
-        else:
-            events = self.window.related(
-                RELATED_TYPES,
-                capsules={s.event.capsule for s in chosen if s.event.capsule},
-                sessions={s.event.scope.get("session") or "" for s in chosen} - {""},
-                paths={p for s in chosen for p in paths_of(s.event.body)},
-            )
+        events = self.window.related(
+            RELATED_TYPES,
+            capsules={s.event.capsule for s in chosen if s.event.capsule},
+            sessions={s.event.scope.get("session") or "" for s in chosen} - {""},
+            paths={p for s in chosen for p in paths_of(s.event.body)},
+        )
         return [e for e in events if e.type in RELATED_TYPES and visible(e)]
 
 

@@ -33,14 +33,14 @@ a quarter of the budget, a one-count trailer is used (the JSON form always has
 per-tier counts); for a budget too small even for that, the trailer and then
 the title are left out.
 
-**Sources.** A plain :class:`~gitmem.memory.source.EventSource` is read
-whole. A source with the ``window`` capability
-(:mod:`gitmem.memory.window`; the index has it) is read by need: the
-pins, unpins and capsule events, the decision ledger and the active
-decisions, the newest checkpoint, the learnings about ``paths``, the targets
-of pins, and the tail of the recent sessions, with exact per-session counts
-and spans and one aggregate for the older sessions. The pack is the same
-either way.
+**Sources.** Any :class:`~gitmem.memory.source.EventSource` is read through
+its window (:mod:`gitmem.memory.window`), by need: the pins, unpins and
+capsule events, the decision ledger and the active decisions, the newest
+checkpoint, the learnings about ``paths``, the targets of pins, and the tail
+of the recent sessions, with exact per-session counts and spans and one
+aggregate for the older sessions. The index selects these from its columns,
+the store from the branch's events read whole; the pack is the same either
+way.
 
 **Disclosure and determinism.** Every line that stands for an event carries
 its short id, ``[a1b2c3d4e5f6]``, which ``git edda show`` expands. Times are
@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gitmem.errors import GitmemError, UsageError
-from gitmem.memory.decisions import DecisionState, decision_states
+from gitmem.memory.decisions import DecisionState
 from gitmem.memory.describe import (
     LINE_WIDTH,
     describe,
@@ -239,56 +239,16 @@ class _Candidate:
 
 
 class _Memory:
-    """The branch's events, indexed once for all tiers.
-
-    Read whole from a plain source; from a source with the ``window``
-    capability (:mod:`gitmem.memory.window`), only what the tiers need:
-    ``hidden`` (ids of the branch's invisible events), ``counts`` (events per
-    capsule) and ``book`` (decision states) then come from the window, since
-    ``events`` is partial; ``states`` holds the active decisions' states, and
-    :meth:`state` answers for any decision.
+    """What the tiers read of the branch, fetched once through its window
+    (:mod:`gitmem.memory.window`): ``events`` holds the pins, unpins and
+    capsule events, the newest checkpoint, the learnings about the files in
+    play and the targets of pins; ``hidden`` (ids of the branch's invisible
+    events), ``counts`` (events per capsule) and ``book`` (decision states,
+    decoded only when asked for) cover the whole branch.
     """
 
-    def __init__(
-        self,
-        events: list[Event],
-        *,
-        window: BranchWindow | None = None,
-        hidden: frozenset[str] | None = None,
-        counts: dict[str, int] | None = None,
-        book: DecisionBook | None = None,
-    ) -> None:
-        self.events = events
+    def __init__(self, window: BranchWindow, paths: Sequence[str]) -> None:
         self.window = window
-        self.by_id = {event.id: event for event in events}
-        self.book = book
-        # decision states by id: every one from a plain source; through a
-        # window, none (outlines stand in, and the book answers for an event)
-        self.states: dict[str, DecisionState] = (
-            {state.event.id: state for state in decision_states(events)} if book is None else {}
-        )
-        self.closes: dict[str, Event] = {}  # capsule id -> close
-        for event in events:
-            if event.type == "capsule_close":
-                target = str(event.field("capsule", "") or event.capsule or "")
-                self.closes.setdefault(target, event)
-        if counts is None:
-            counts = {}
-            for event in events:
-                if event.capsule:
-                    counts[event.capsule] = counts.get(event.capsule, 0) + 1
-        self.counts = counts  # capsule id -> events
-        if hidden is None:
-            hidden = frozenset(event.id for event in events if not visible(event))
-        self.hidden = hidden
-
-    @classmethod
-    def of(cls, source: EventSource, branch: Any, paths: Sequence[str]) -> _Memory:
-        """The memory of ``branch``: through the source's window when it has one."""
-        opener = getattr(source, "window", None)
-        if opener is None:
-            return cls(source.events(**branch_kwargs(branch)))
-        window: BranchWindow = opener(branch_kwargs(branch))
         chosen = window.of_types(WINDOW_TYPES)
         chosen += window.newest("checkpoint", 1)
         chosen += window.touching(LEARNING_TYPES, paths)
@@ -299,31 +259,24 @@ class _Memory:
         }
         chosen += window.by_ids(targets)
         unique = {event.id: event for event in chosen}
-        events = sorted(unique.values(), key=lambda e: e.order_key)
-        return cls(
-            events,
-            window=window,
-            hidden=window.hidden(),
-            counts=window.capsule_counts(),
-            book=DecisionBook(window.decisions(), window.by_ids),
-        )
-
-    def everything(self) -> list[Event]:
-        """Every event of the branch (read through the window only when asked)."""
-        return self.window.everything() if self.window is not None else self.events
+        self.events = sorted(unique.values(), key=lambda e: e.order_key)
+        self.by_id = unique
+        self.hidden = window.hidden()
+        self.counts = window.capsule_counts()  # capsule id -> events
+        self.book = DecisionBook(window.decisions(), window.by_ids)
+        self.closes: dict[str, Event] = {}  # capsule id -> close
+        for event in self.events:
+            if event.type == "capsule_close":
+                target = str(event.field("capsule", "") or event.capsule or "")
+                self.closes.setdefault(target, event)
 
     def outlines(self) -> list[DecisionOutline]:
         """Every decision of the branch, outlined, in event order."""
-        if self.book is not None:
-            return self.book.outlines()
-        return [DecisionOutline.of(state) for state in self.states.values()]
+        return self.book.outlines()
 
     def state(self, event: Event) -> DecisionState | None:
         """The decision state of ``event`` (None: not a decision of the branch)."""
-        found = self.states.get(event.id)
-        if found is None and self.book is not None:
-            found = self.book.state(event)
-        return found
+        return self.book.state(event)
 
     def is_open(self, capsule_id: str) -> bool:
         return capsule_id not in self.closes
@@ -358,7 +311,7 @@ def build_context(
     """
     if budget < 1:
         raise UsageError(f"the budget must be at least 1 token, not {budget}", "pass --budget N")
-    memory = _Memory.of(source, branch, paths)
+    memory = _Memory(source.window(branch_kwargs(branch)), paths)
     claimed: set[str] = set()
     candidates: dict[str, list[_Candidate]] = {name: [] for name in TIERS}
 
@@ -625,7 +578,7 @@ def _hits(
     active decision is claimed, would make the search itself slow)."""
     cap = MAX_HITS + len(claimed)
     if search is None:
-        return _pick_hits(term_search(memory.everything(), query, cap), memory, claimed)
+        return _pick_hits(term_search(memory.window.everything(), query, cap), memory, claimed)
     wanted = min(cap, 2 * MAX_HITS)
     while True:
         results = search(query, wanted, ())
@@ -676,27 +629,6 @@ class _Session:
             "c:": f"session capsule {ref(name)}",
             "d:": f"events without a session on {name}",
         }[kind]
-
-
-def _sessions(memory: _Memory) -> tuple[list[_Session], OlderSessions | None]:
-    """Sessions, oldest last activity first (every one: the aggregate is None).
-
-    An event's session is its scope session, else its session capsule's, else
-    (no session) its UTC day (:func:`~gitmem.memory.window.session_key`);
-    only showable events count."""
-    capsules = capsule_sessions(memory.events)
-    grouped: dict[str, list[Event]] = {}
-    for event in memory.events:
-        if memory.showable(event):
-            grouped.setdefault(session_key(event, capsules), []).append(event)
-    sessions = [
-        _Session(
-            key, len(events), events[0].time, events[-DETAIL_EVENTS:], _session_capsule(events)
-        )
-        for key, events in grouped.items()
-    ]
-    sessions.sort(key=lambda s: s.tail[-1].order_key)
-    return sessions, None
 
 
 def _window_sessions(
@@ -756,10 +688,7 @@ def _history(
 ) -> tuple[list[PackItem], list[int], list[int | None]]:
     """History items in priority order, their display positions, and what
     each needs (the last session's events need its intro line)."""
-    if memory.window is not None:
-        sessions, older = _window_sessions(memory, memory.window, session)
-    else:
-        sessions, older = _sessions(memory)
+    sessions, older = _window_sessions(memory, memory.window, session)
     if not sessions:
         return [], [], []
     current = next((s for s in sessions if session and s.key == "s:" + session), sessions[-1])
