@@ -145,8 +145,11 @@ def _reader(common: Common) -> Iterator[Any]:
     except (GitmemError, OSError):
         view = None
     if view is not None and not view.stale:
-        yield view
+        with view:
+            yield view
         return
+    if view is not None:
+        view.close()
     with _open(common) as mem:
         yield mem
 
@@ -372,8 +375,8 @@ def branches(*, common: Common = DEFAULT_COMMON) -> Output:
     """List memory branches: events, fork point, whether the git branch still exists."""
     with _reader(common) as source:  # the index counts each chain's events
         sizes = getattr(source, "chain_size", None)
-    with _open(common) as mem:
-        infos = mem.branches(sizes)
+        with _open(common) as mem:
+            infos = mem.branches(sizes)
     rows = []
     for b in infos:
         marks = ("*" if b.current else " ") + ("T" if b.trunk else " ")

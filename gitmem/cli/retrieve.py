@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gitmem.cli.commands import (
     DEFAULT_COMMON,
@@ -26,6 +26,9 @@ from gitmem.cli.commands import (
 )
 from gitmem.memory.query import EventFilter
 from gitmem.memory.timespec import format_time
+
+if TYPE_CHECKING:
+    from gitmem.index.view import IndexView
 
 
 @contextmanager
@@ -54,7 +57,7 @@ def _progress_bar() -> Iterator[Callable[[str, int, int], None]]:
             bar.close()
 
 
-def _view(common: Common, *, embed: bool = True) -> Any:
+def _view(common: Common, *, embed: bool = True) -> IndexView:
     from gitmem.index.view import IndexView
 
     return IndexView.open(common.repo, embed=embed)
@@ -124,41 +127,43 @@ def search(
     in_range("--limit", limit, 1, MAX_RESULTS)
     check_branch("--branch", branch)
     now_us = now_or_wall(now)
-    view = _view(common)
-    where = event_filter(
-        view,
-        include_redacted=False,
-        type=type,
-        session=session,
-        capsule=capsule,
-        actor=actor,
-        tag=tag,
-        path=path,
-        since=since,
-        until=until,
-        now_us=now_us,
-    )
-    kw: dict[str, Any] = {"all_branches": all_branches}
-    if branch is not None:
-        kw["branch"] = branch
-    result = run_search(
-        view, query, limit=limit, where=where, now=now_us, mode=mode, advanced=advanced, **kw
-    )
-    if view.stale:
-        result.warnings.append(
-            "another process is updating the index: results may miss the newest events"
+    with _view(common) as view:
+        where = event_filter(
+            view,
+            include_redacted=False,
+            type=type,
+            session=session,
+            capsule=capsule,
+            actor=actor,
+            tag=tag,
+            path=path,
+            since=since,
+            until=until,
+            now_us=now_us,
         )
-    lines = []
-    for rank, hit in enumerate(result.hits, 1):
-        e = hit.event
-        lines.append(f"{rank:>2}. [{e.id[:12]}] {format_time(e.time)} {e.type:<11} {e.summary(90)}")
-        if explain:
-            lines.extend("      " + part for part in _explain(hit))
-    text = "\n".join(lines) or "no matches"
-    if result.warnings:
-        text += "".join(f"\nwarning: {w}" for w in result.warnings)
-    data = result.to_json()
-    return Output(data, text)
+        kw: dict[str, Any] = {"all_branches": all_branches}
+        if branch is not None:
+            kw["branch"] = branch
+        result = run_search(
+            view, query, limit=limit, where=where, now=now_us, mode=mode, advanced=advanced, **kw
+        )
+        if view.stale:
+            result.warnings.append(
+                "another process is updating the index: results may miss the newest events"
+            )
+        lines = []
+        for rank, hit in enumerate(result.hits, 1):
+            e = hit.event
+            lines.append(
+                f"{rank:>2}. [{e.id[:12]}] {format_time(e.time)} {e.type:<11} {e.summary(90)}"
+            )
+            if explain:
+                lines.extend("      " + part for part in _explain(hit))
+        text = "\n".join(lines) or "no matches"
+        if result.warnings:
+            text += "".join(f"\nwarning: {w}" for w in result.warnings)
+        data = result.to_json()
+        return Output(data, text)
 
 
 def _explain(hit: Any) -> list[str]:
@@ -245,23 +250,23 @@ def context(
     in_range("--budget", budget, 1, MAX_BUDGET)
     check_branch("--branch", branch)
     now_us = now_or_wall(now)
-    view = _view(common)
-    active = read_active(view.location)
-    kw: dict[str, Any] = {}
-    if branch is not None:
-        kw["branch"] = branch
-    pack = build_context(
-        view,
-        query=query,
-        budget=budget,
-        now=now_us,
-        search=_search_fn(view, now_us),
-        paths=path if path is not None else _files_in_play(view),
-        active_capsule=active.get("capsule"),
-        session=active.get("session"),
-        **kw,
-    )
-    return Output(pack.to_json(), pack.to_markdown())
+    with _view(common) as view:
+        active = read_active(view.location)
+        kw: dict[str, Any] = {}
+        if branch is not None:
+            kw["branch"] = branch
+        pack = build_context(
+            view,
+            query=query,
+            budget=budget,
+            now=now_us,
+            search=_search_fn(view, now_us),
+            paths=path if path is not None else _files_in_play(view),
+            active_capsule=active.get("capsule"),
+            session=active.get("session"),
+            **kw,
+        )
+        return Output(pack.to_json(), pack.to_markdown())
 
 
 @app.command
@@ -284,11 +289,11 @@ def ask(
     in_range("--limit", limit, 1, MAX_ASK)
     check_branch("--branch", branch)
     now_us = now_or_wall(now)
-    view = _view(common)
-    kw: dict[str, Any] = {}
-    if branch is not None:
-        kw["branch"] = branch
-    result = run_ask(
-        view, query, include_superseded=all, search=_search_fn(view, now_us), limit=limit, **kw
-    )
-    return Output(result.to_json(), result.to_markdown())
+    with _view(common) as view:
+        kw: dict[str, Any] = {}
+        if branch is not None:
+            kw["branch"] = branch
+        result = run_ask(
+            view, query, include_superseded=all, search=_search_fn(view, now_us), limit=limit, **kw
+        )
+        return Output(result.to_json(), result.to_markdown())

@@ -8,7 +8,15 @@ the index pays this once per process.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    import pyarrow as pa
+
+    Column: TypeAlias = "pa.Array | pa.ChunkedArray"
+    """A column or mask (pyarrow is untyped: to mypy this is ``Any``)."""
 
 
 def _call(name: str, args: list[Any], options: Any = None) -> Any:

@@ -106,6 +106,11 @@ class FullText:
         for name, analyzer in self.analyzers.items():
             self.index.register_tokenizer(name, analyzer)
 
+    def close(self) -> None:
+        """Drop the Tantivy index: its reader, searchers and memory-mapped
+        segments go with the last reference (tantivy has no explicit close)."""
+        self.index = None
+
     def update(self, add: Iterable[TextDoc], delete: Iterable[str] = ()) -> int:
         """Add (or replace) and delete documents in one commit; returns the number added."""
         t = _tantivy()

@@ -36,7 +36,8 @@ import time
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -91,6 +92,14 @@ class Manifest:
         return asdict(self)
 
 
+_MANIFEST_FIELDS = frozenset(f.name for f in dataclass_fields(Manifest))
+_MANIFEST_REQUIRED = frozenset(
+    f.name
+    for f in dataclass_fields(Manifest)
+    if f.default is MISSING and f.default_factory is MISSING
+)
+
+
 def _manifest_checksum(fields: dict[str, Any]) -> str:
     """CRC-32 of a manifest's fields other than ``checksum``, as canonical JSON:
     a flipped bit in a tip or a count is caught like one in a table."""
@@ -107,15 +116,19 @@ def _plain_name(name: Any) -> bool:
 def read_manifest(root: Path) -> Manifest | None:
     """The manifest, or None when missing, unreadable, damaged (its checksum
     differs) or of another version."""
+    # Only reading and parsing may fail here: an error from our own code
+    # must not pass for a missing manifest (that would rebuild the index).
     try:
         raw = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
-        if not isinstance(raw, dict) or raw.get("version") != INDEX_VERSION:
-            return None
-        if raw.get("checksum") != _manifest_checksum(raw):
-            return None
-        manifest = Manifest(**raw)
-    except (OSError, ValueError, TypeError):
+    except (OSError, ValueError):  # missing, unreadable, not UTF-8, not JSON
         return None
+    if not isinstance(raw, dict) or raw.get("version") != INDEX_VERSION:
+        return None
+    if raw.get("checksum") != _manifest_checksum(raw):
+        return None
+    if not _MANIFEST_REQUIRED <= raw.keys() <= _MANIFEST_FIELDS:
+        return None
+    manifest = Manifest(**raw)
     if not isinstance(manifest.files, dict) or not all(
         isinstance(v, str) for v in manifest.files.values()
     ):
@@ -188,10 +201,12 @@ def _read_written(directory: Path) -> dict[str, str]:
     none, or when the record itself is damaged)."""
     try:
         raw = json.loads((directory / WRITTEN).read_text(encoding="utf-8"))
-        files = raw["files"]
-        if raw.get("checksum") != _manifest_checksum(raw) or not isinstance(files, dict):
-            return {}
-    except (OSError, ValueError, TypeError, KeyError):
+    except (OSError, ValueError):  # missing, unreadable, not UTF-8, not JSON
+        return {}
+    if not isinstance(raw, dict) or raw.get("checksum") != _manifest_checksum(raw):
+        return {}
+    files = raw.get("files")
+    if not isinstance(files, dict):
         return {}
     return {str(k): str(v) for k, v in files.items()}
 

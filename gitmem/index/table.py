@@ -101,7 +101,12 @@ def read(path: Path, schema: Any) -> Any:
     pa = _pa()
     try:
         source = pa.memory_map(str(path), "r")
-        table = pa.ipc.open_file(source).read_all()
+        try:
+            table = pa.ipc.open_file(source).read_all()
+        finally:
+            # The table's buffers keep the mapping alive; the file handle is
+            # not needed, and without it dropping the table unmaps the file.
+            source.close()
     except (OSError, pa.ArrowInvalid) as exc:
         raise IndexDamagedError(f"{path.name}: {exc}") from None
     if not table.schema.equals(schema):

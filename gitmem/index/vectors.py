@@ -49,6 +49,11 @@ class Vectors:
         else:
             self.index = _new(dim)
 
+    def close(self) -> None:
+        """Unmap the file (for an index opened with ``view``) and free the
+        memory; the object is unusable afterwards."""
+        self.index.reset()  # type: ignore[no-untyped-call]  # usearch leaves it unannotated
+
     def __len__(self) -> int:
         return len(self.index)
 

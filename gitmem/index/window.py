@@ -43,6 +43,8 @@ from gitmem.memory.window import (
 )
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from gitmem.index.view import IndexView
 
 __all__ = ["IndexWindow", "window"]
@@ -89,13 +91,17 @@ class IndexWindow:
     def __init__(self, view: IndexView, branch_kwargs: dict[str, Any]) -> None:
         self.view = view
         self.branch_kwargs = dict(branch_kwargs)
-        self.table = view.table
         self._pool: Any = None
         self._visible: Any = None
         self._rownum: Any = None
         self._hidden: frozenset[str] | None = None
         self._types: tuple[Any, list[str]] | None = None
         self._cache: dict[tuple[str, ...], list[Event]] = {}
+
+    @property
+    def table(self) -> pa.Table:
+        """The view's events table (read through the view: a closed view refuses)."""
+        return self.view.table
 
     # masks -------------------------------------------------------------------------------
     @property
