@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from gitmem.index.fulltext import FullText
     from gitmem.index.keyrows import KeyRows
     from gitmem.index.vectors import Vectors
+    from gitmem.memory.source import BranchKwargs
     from gitmem.memory.window import BranchWindow
 
 DEFAULT_WAIT = (
@@ -496,7 +497,7 @@ class IndexView:
         own = pc.false_if_null(pc.is_in(commit, value_set=self._commits(ref)))
         return int(pc.filter(commit, own).length())
 
-    def window(self, branch_kwargs: dict[str, Any]) -> BranchWindow:
+    def window(self, branch_kwargs: BranchKwargs) -> BranchWindow:
         """A branch's events fetched by need, for context packs and ``ask``
         (an :class:`~gitmem.index.window.IndexWindow`; ``branch_kwargs`` as for
         :meth:`events`)."""

@@ -35,6 +35,7 @@ from gitmem.storage.locate import RepoLocation, locate, memory_branch
 
 if TYPE_CHECKING:
     from gitmem.branches.fork import StartPlan
+    from gitmem.memory.source import BranchKwargs
     from gitmem.memory.window import BranchWindow
     from gitmem.sync.protocol import SyncReport
 
@@ -798,7 +799,7 @@ class Memory:
             )
         return self._events[found[0]]
 
-    def window(self, branch_kwargs: dict[str, Any]) -> BranchWindow:
+    def window(self, branch_kwargs: BranchKwargs) -> BranchWindow:
         """One branch's events for context packs and ``ask`` (``branch_kwargs``
         as for :meth:`events`): read whole, then selected in a
         :class:`~gitmem.memory.listwindow.ListWindow`."""

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from gitmem.errors import AmbiguousIdError, NotFoundError
 from gitmem.memory.describe import LINE_WIDTH, describe, paths_of, visible
 from gitmem.memory.event import Event
 from gitmem.memory.query import EventFilter, paths_overlap
+from gitmem.memory.source import BranchKwargs
 from gitmem.memory.window import (
     BranchWindow,
     DecisionLedger,
@@ -246,6 +246,6 @@ class ListSource:
             raise AmbiguousIdError(f"id prefix {event_id} matches {len(found)} events")
         return found[0]
 
-    def window(self, branch_kwargs: dict[str, Any]) -> BranchWindow:
+    def window(self, branch_kwargs: BranchKwargs) -> BranchWindow:
         """The branch's events as a :class:`ListWindow` (``branch_kwargs`` as for :meth:`events`)."""
         return ListWindow(self.events(**branch_kwargs))
