@@ -26,23 +26,15 @@ from gitmem.errors import AmbiguousIdError, IndexDamagedError, NotFoundError, Us
 from gitmem.index import compute as pc
 from gitmem.index import table as tables
 from gitmem.index.decode import rows_to_events
-from gitmem.index.integrity import unchanged
-from gitmem.index.refresh import (
-    LOCK_TIMEOUT,
-    Manifest,
-    RefreshReport,
-    check_generation,
-    index_root,
-    is_fresh,
-    read_manifest,
-)
+from gitmem.index.opening import DEFAULT_WAIT
+from gitmem.index.refresh import Manifest, RefreshReport, check_generation, index_root
 from gitmem.memory.event import Event
 from gitmem.memory.follow import TRUNK_TYPES, follow_mode, id_prefix
 from gitmem.memory.query import EventFilter
 from gitmem.records import layout
 from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg, CurrentBranch
-from gitmem.storage.gitconfig import Config, get_last, read_config
-from gitmem.storage.locate import RepoLocation, locate, memory_branch
+from gitmem.storage.gitconfig import Config, get_last
+from gitmem.storage.locate import RepoLocation, memory_branch
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -54,18 +46,6 @@ if TYPE_CHECKING:
     from gitmem.index.vectors import Vectors
     from gitmem.memory.source import BranchKwargs
     from gitmem.memory.window import BranchWindow
-
-DEFAULT_WAIT = (
-    5.0  # seconds a reader waits for another process's build before reading the previous version
-)
-
-
-def _pending_work(location: RepoLocation) -> bool:
-    """Events in the capture spool or hook intents not yet applied."""
-    from gitmem.branches.intents import has_pending
-    from gitmem.storage import spool
-
-    return bool(spool.pending(location.state_dir)) or has_pending(location.state_path)
 
 
 def _closed() -> UsageError:
@@ -93,17 +73,18 @@ class IndexView:
         self.report = report
         # Nothing is mapped before the files match the manifest: Arrow does not
         # check its data, and a flipped offset can drop rows or crash the process.
-        self._checked_files = check_generation(self.directory, manifest)
-        self._table: pa.Table | None = tables.read(
-            self.directory / tables.EVENTS_FILE, tables.event_schema()
-        )
+        self.checked_files = check_generation(self.directory, manifest)
+        table = tables.read(self.directory / tables.EVENTS_FILE, tables.event_schema())
+        rows = table.num_rows
+        if rows != manifest.events:
+            del table  # the error's traceback must not keep the file mapped
+            raise IndexDamagedError(
+                f"{tables.EVENTS_FILE} holds {rows} rows, the manifest says {manifest.events}"
+            )
+        self._table: pa.Table | None = table
         self._members: pa.Table | None = tables.read(
             self.directory / tables.MEMBERS_FILE, tables.member_schema()
         )
-        if self.table.num_rows != manifest.events:
-            raise IndexDamagedError(
-                f"{tables.EVENTS_FILE} holds {self.table.num_rows} rows, the manifest says {manifest.events}"
-            )
         self._fulltext: FullText | None = None
         self._vectors: Vectors | None = None
         self._embedder: Embedder | None = None
@@ -170,87 +151,16 @@ class IndexView:
         wait: float = DEFAULT_WAIT,
         embed: bool = True,
     ) -> IndexView:
-        """Open the view of the repository at ``path``, refreshing stale indexes.
+        """Open the view of the repository at ``path``, refreshing stale indexes
+        and rebuilding damaged ones (see :mod:`gitmem.index.opening`).
 
         When another process is building, wait up to ``wait`` seconds, then
         read the previous version (``stale`` is then True). With no previous
         version at all, wait for the build.
         """
-        location = locate(path)
-        config = read_config(location)
-        root = index_root(location)
-        manifest = read_manifest(root)
-        report = None
-        stale = False
-        if refresh and (_pending_work(location) or not is_fresh(location, manifest, vectors=embed)):
-            from gitmem.index.refresh import try_refresh
-            from gitmem.memory.api import Memory
+        from gitmem.index.opening import open_view
 
-            with Memory(location, config) as mem:
-                report = try_refresh(
-                    mem, wait=wait if manifest is not None else LOCK_TIMEOUT, embed=embed
-                )
-            stale = report is None
-            manifest = read_manifest(root)
-        if manifest is None:
-            raise NotFoundError("there is no memory index yet", "build it with 'git edda index'")
-        try:
-            return cls._checked(location, config, manifest, stale, report, embed)
-        except IndexDamagedError as exc:
-            if not refresh:
-                raise NotFoundError(
-                    f"the memory index is damaged ({exc})",
-                    "rebuild it with 'git edda index --rebuild'",
-                ) from None
-            damage = exc
-        # Files that do not match the manifest are damaged, or were being
-        # replaced by a refresh in another process. A refresh under the builder
-        # lock (so after that one) checks them again and builds anew what is
-        # damaged; should this view still find damage, a full rebuild.
-        from gitmem.index.refresh import refresh as run_refresh
-        from gitmem.memory.api import Memory
-
-        for rebuild in (False, True):
-            with Memory(location, config) as mem:
-                report = run_refresh(mem, rebuild=rebuild, embed=embed)
-            manifest = read_manifest(root)
-            if manifest is None:
-                continue
-            try:
-                return cls._checked(location, config, manifest, False, report, embed)
-            except IndexDamagedError as exc:
-                damage = exc
-        raise NotFoundError(
-            f"the memory index could not be rebuilt ({damage})", "run 'git edda index --rebuild'"
-        )
-
-    @classmethod
-    def _checked(
-        cls,
-        location: RepoLocation,
-        config: Config,
-        manifest: Manifest,
-        stale: bool,
-        report: RefreshReport | None,
-        embed: bool,
-    ) -> IndexView:
-        """A view whose files match the manifest and whose tables, full text
-        and (when used) vectors all open; IndexDamagedError otherwise."""
-        view = cls(location, config, manifest, stale=stale, report=report)
-        try:
-            view.fulltext.count()
-            if embed and manifest.model:
-                from gitmem.index.vectors import VECTORS_FILE
-
-                if VECTORS_FILE not in manifest.files:
-                    raise IndexDamagedError(f"{VECTORS_FILE} is missing")
-                _ = view.vectors
-            # What was opened is what was checked: no refresh replaced a file meanwhile.
-            unchanged(view.directory, view._checked_files)
-        except BaseException:
-            view.close()  # the refresh that follows may replace these files
-            raise
-        return view
+        return open_view(cls, path, refresh=refresh, wait=wait, embed=embed)
 
     # where ------------------------------------------------------------------------
     @property
