@@ -151,19 +151,17 @@ def search(
             result.warnings.append(
                 "another process is updating the index: results may miss the newest events"
             )
-        lines = []
-        for rank, hit in enumerate(result.hits, 1):
-            e = hit.event
-            lines.append(
-                f"{rank:>2}. [{e.id[:12]}] {format_time(e.time)} {e.type:<11} {e.summary(90)}"
-            )
-            if explain:
-                lines.extend("      " + part for part in _explain(hit))
-        text = "\n".join(lines) or "no matches"
-        if result.warnings:
-            text += "".join(f"\nwarning: {w}" for w in result.warnings)
-        data = result.to_json()
-        return Output(data, text)
+    lines = []
+    for rank, hit in enumerate(result.hits, 1):
+        e = hit.event
+        lines.append(f"{rank:>2}. [{e.id[:12]}] {format_time(e.time)} {e.type:<11} {e.summary(90)}")
+        if explain:
+            lines.extend("      " + part for part in _explain(hit))
+    text = "\n".join(lines) or "no matches"
+    if result.warnings:
+        text += "".join(f"\nwarning: {w}" for w in result.warnings)
+    data = result.to_json()
+    return Output(data, text)
 
 
 def _explain(hit: Any) -> list[str]:
