@@ -215,10 +215,6 @@ class IndexView:
         return self._embedder
 
     # rows -> events ---------------------------------------------------------------------
-    def rows_to_events(self, rows: pa.Table) -> list[Event]:
-        """Events from a (filtered) slice of the events table, in its order."""
-        return rows_to_events(rows)
-
     def events_at(self, rows: Sequence[int]) -> list[Event]:
         """Events at row positions (zero-copy slices: ``Table.take`` copies
         whole chunks and costs ~10 ms on a 100,000-row table)."""
