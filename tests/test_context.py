@@ -22,6 +22,7 @@ from gitmem.errors import UsageError
 from gitmem.memory.api import Memory
 from gitmem.memory.describe import short_id
 from gitmem.memory.event import Event
+from gitmem.memory.listwindow import ListSource
 from gitmem.memory.source import EventSource
 from gitmem.retrieval.context import TIERS, ContextPack, build_context, estimate_tokens
 from gitmem.storage.clock import wall_us
@@ -496,28 +497,6 @@ def test_budget_property_on_random_stores(
                         ).to_markdown()
                         == md
                     )
-
-
-class ListSource:
-    """An in-memory EventSource over hand-made events (fast, for wide property runs)."""
-
-    def __init__(self, events: list[Event]) -> None:
-        self._events = sorted(events, key=lambda e: e.order_key)
-
-    @property
-    def branch(self) -> str | None:
-        return "main"
-
-    def events(self, where: Any = None, **kw: Any) -> list[Event]:
-        return [e for e in self._events if where is None or where.matches(e)]
-
-    def get(self, event_id: str) -> Event:
-        from gitmem.errors import NotFoundError
-
-        for event in self._events:
-            if event.id.startswith(event_id):
-                return event
-        raise NotFoundError(event_id)
 
 
 def _event(index: int, kind: str, body: dict[str, Any], session: str) -> Event:

@@ -1,13 +1,14 @@
-"""Context packs and ``ask`` read through the index window give what ``Memory`` gives.
+"""Context packs and ``ask`` read through the index give what ``Memory`` gives.
 
-``IndexView`` has the ``window`` capability (:mod:`gitmem.memory.window`):
-context packs and ``ask`` then read only the events they need (pins,
+Both are read through their window (:mod:`gitmem.memory.window`): through
+the index, context packs and ``ask`` read only the events they need (pins,
 capsules, the decision ledger and the decisions shown, the newest
 checkpoint, learnings about the files in play, the tail of the recent
-sessions, related events) and take counts from Arrow. Every test here builds
-a real repository, writes through ``Memory``, and checks that the pack (its
-tiers, ids, drops, markdown and JSON) and ``ask``'s answers are the same
-through the index as through ``Memory``, which is read whole.
+sessions, related events) and take counts from Arrow; ``Memory`` reads the
+branch whole into a :class:`~gitmem.memory.listwindow.ListWindow`. Every test
+here builds a real repository, writes through ``Memory``, and checks that the
+pack (its tiers, ids, drops, markdown and JSON) and ``ask``'s answers are the
+same both ways (``tests/test_window.py`` compares the windows method by method).
 """
 
 from __future__ import annotations
@@ -86,8 +87,10 @@ def packs(repo: Path, view: IndexView | None = None, **kw: Any) -> tuple[Context
     kw.setdefault("now", wall_us())
     with Memory.open(repo) as mem:
         expected = build_context(mem, **kw)
-    got = build_context(view or open_view(repo), **kw)
-    return expected, got
+    if view is not None:
+        return expected, build_context(view, **kw)
+    with open_view(repo) as fresh:
+        return expected, build_context(fresh, **kw)
 
 
 def same_pack(repo: Path, view: IndexView | None = None, **kw: Any) -> ContextPack:
@@ -101,7 +104,11 @@ def same_answer(
 ) -> AskResult:
     with Memory.open(repo) as mem:
         expected = ask(mem, query, **kw)
-    got = ask(view or open_view(repo), query, **kw)
+    if view is not None:
+        got = ask(view, query, **kw)
+    else:
+        with open_view(repo) as fresh:
+            got = ask(fresh, query, **kw)
     assert got.to_json() == expected.to_json()
     assert got.to_markdown() == expected.to_markdown()
     return got
@@ -169,34 +176,34 @@ def rich_store(repo: Path) -> dict[str, Event]:
 
 def test_every_tier_matches_and_the_branch_is_not_read_whole(store: Path) -> None:
     e = rich_store(store)
-    view = open_view(store)
-    reads = Reads(view)
-    pack = same_pack(
-        store,
-        view,
-        query="parser parsing",
-        paths=["gitmem/retrieval/context.py"],
-        session="now",
-        budget=20_000,
-        search=shared_search(store),
-    )
-    assert reads.whole == 0
-    assert [i.id for i in pack.tier("pins").items] == [e["pinned"].id]
-    assert [i.id for i in pack.tier("work").items] == [e["checkpoint"].id, e["workflow"].id]
-    assert [i.id for i in pack.tier("binding").items] == [e["ratified"].id, e["human"].id]
-    assert [i.id for i in pack.tier("learnings").items] == [e["mistake"].id, e["learning"].id]
-    assert pack.tier("hits").items and pack.tier("history").items
-    history = [i.text for i in pack.tier("history").items]
-    assert history[0].startswith("- 6 older sessions, 18 events, ")
+    with open_view(store) as view:
+        reads = Reads(view)
+        pack = same_pack(
+            store,
+            view,
+            query="parser parsing",
+            paths=["gitmem/retrieval/context.py"],
+            session="now",
+            budget=20_000,
+            search=shared_search(store),
+        )
+        assert reads.whole == 0
+        assert [i.id for i in pack.tier("pins").items] == [e["pinned"].id]
+        assert [i.id for i in pack.tier("work").items] == [e["checkpoint"].id, e["workflow"].id]
+        assert [i.id for i in pack.tier("binding").items] == [e["ratified"].id, e["human"].id]
+        assert [i.id for i in pack.tier("learnings").items] == [e["mistake"].id, e["learning"].id]
+        assert pack.tier("hits").items and pack.tier("history").items
+        history = [i.text for i in pack.tier("history").items]
+        assert history[0].startswith("- 6 older sessions, 18 events, ")
 
 
 def test_packs_match_without_a_search_function(store: Path) -> None:
     rich_store(store)
-    view = open_view(store)
-    reads = Reads(view)
-    for query in (None, "parser", "api style"):
-        same_pack(store, view, query=query, paths=["gitmem/"], budget=3000)
-    assert reads.whole == 2  # term matching, the fallback, reads everything
+    with open_view(store) as view:
+        reads = Reads(view)
+        for query in (None, "parser", "api style"):
+            same_pack(store, view, query=query, paths=["gitmem/"], budget=3000)
+        assert reads.whole == 2  # term matching, the fallback, reads everything
 
 
 @pytest.mark.parametrize("budget", [30, 60, 120, 250, 400, 700, 1200, 5000])
@@ -232,23 +239,23 @@ def test_history_aggregates_sessions_the_same(store: Path) -> None:
                 )
         mem.append_many(drafts)
     now = T0 + 20 * DAY
-    view = open_view(store)
-    pack = same_pack(store, view, now=now)
-    lines = [item.text for item in pack.tier("history").items]
-    assert lines[0] == "- 5 older sessions, 20 events, 2024-03-01 to 2024-03-05"
-    assert "last: session s8" in lines[4] and len(lines) == 5 + 4
-    # the session being worked on is old: it is shown in detail, the four
-    # newest others are "previous" and the rest aggregated
-    pack = same_pack(store, view, now=now, session="s2")
-    lines = [item.text for item in pack.tier("history").items]
-    assert lines[0] == "- 5 older sessions, 20 events, 2024-03-01 to 2024-03-06"
-    assert "last: session s2, 2024-03-03T00:00Z, 4 events: goal 2" in lines[4]
-    # an unknown session falls back to the newest; a session with > 20 events is capped
-    same_pack(store, view, now=now, session="nope")
-    pack = same_pack(store, view, now=now, session="s7")
-    assert len([i for i in pack.tier("history").items if i.text.startswith("  - ")]) == 20
-    for budget in (80, 150, 300):
-        same_pack(store, view, now=now, session="s7", budget=budget)
+    with open_view(store) as view:
+        pack = same_pack(store, view, now=now)
+        lines = [item.text for item in pack.tier("history").items]
+        assert lines[0] == "- 5 older sessions, 20 events, 2024-03-01 to 2024-03-05"
+        assert "last: session s8" in lines[4] and len(lines) == 5 + 4
+        # the session being worked on is old: it is shown in detail, the four
+        # newest others are "previous" and the rest aggregated
+        pack = same_pack(store, view, now=now, session="s2")
+        lines = [item.text for item in pack.tier("history").items]
+        assert lines[0] == "- 5 older sessions, 20 events, 2024-03-01 to 2024-03-06"
+        assert "last: session s2, 2024-03-03T00:00Z, 4 events: goal 2" in lines[4]
+        # an unknown session falls back to the newest; a session with > 20 events is capped
+        same_pack(store, view, now=now, session="nope")
+        pack = same_pack(store, view, now=now, session="s7")
+        assert len([i for i in pack.tier("history").items if i.text.startswith("  - ")]) == 20
+        for budget in (80, 150, 300):
+            same_pack(store, view, now=now, session="s7", budget=budget)
 
 
 def test_sessions_without_scope_follow_capsules_and_days(store: Path) -> None:
@@ -276,17 +283,21 @@ def test_sessions_without_scope_follow_capsules_and_days(store: Path) -> None:
         ]
         drafts.append(Draft("note", {"text": "empty session"}, "", time=T0 + 9 * DAY))
         mem.append_many(drafts)
-    view = open_view(store)
-    now = T0 + 30 * DAY
-    pack = same_pack(store, view, now=now)
-    text = pack.to_markdown()
-    assert "events without a session on 2024-03-10" in text
-    same_pack(store, view, now=now, session="w1")
-    with Memory.open(store) as mem:  # the session capsule becomes the newest session
-        mem.append_many([Draft("note", {"text": "late"}, capsule=opened.id, time=T0 + 12 * DAY)])
-    pack = same_pack(store, now=now)
-    intro = next(i.text for i in pack.tier("history").items if "last: " in i.text)
-    assert f"last: session capsule [{opened.id[:12]}]" in intro and "5 events: no scope" in intro
+    with open_view(store) as view:
+        now = T0 + 30 * DAY
+        pack = same_pack(store, view, now=now)
+        text = pack.to_markdown()
+        assert "events without a session on 2024-03-10" in text
+        same_pack(store, view, now=now, session="w1")
+        with Memory.open(store) as mem:  # the session capsule becomes the newest session
+            mem.append_many(
+                [Draft("note", {"text": "late"}, capsule=opened.id, time=T0 + 12 * DAY)]
+            )
+        pack = same_pack(store, now=now)
+        intro = next(i.text for i in pack.tier("history").items if "last: " in i.text)
+        assert (
+            f"last: session capsule [{opened.id[:12]}]" in intro and "5 events: no scope" in intro
+        )
 
 
 def test_pins_expiry_unpin_and_summary_pins_match(store: Path) -> None:
@@ -304,16 +315,16 @@ def test_pins_expiry_unpin_and_summary_pins_match(store: Path) -> None:
         mem.unpin(dropped.id, session="p")
         mem.pin(f"summary:{capsule.id}", session="p")
         mem.pin(f"summary:{still_open.id}", session="p")
-    view = open_view(store)
-    before = same_pack(store, view, now=now)
-    assert [i.id for i in before.tier("pins").items] == [
-        still_open.id,
-        capsule.id,
-        expiring.id,
-        keep.id,
-    ]
-    after = same_pack(store, view, now=now + DAY)
-    assert expiring.id not in [i.id for i in after.tier("pins").items]
+    with open_view(store) as view:
+        before = same_pack(store, view, now=now)
+        assert [i.id for i in before.tier("pins").items] == [
+            still_open.id,
+            capsule.id,
+            expiring.id,
+            keep.id,
+        ]
+        after = same_pack(store, view, now=now + DAY)
+        assert expiring.id not in [i.id for i in after.tier("pins").items]
 
 
 def test_pins_of_events_on_another_branch(store: Path) -> None:
@@ -323,14 +334,14 @@ def test_pins_of_events_on_another_branch(store: Path) -> None:
         mem.pin(elsewhere.id, session="x")
         mem.note("on main", session="x")
         on_main = mem.decide("db.engine", "postgres", session="x")
-    view = open_view(store)
-    pack = same_pack(store, view, query="only main b1")
-    assert [i.id for i in pack.tier("pins").items] == [elsewhere.id]
-    # b1 follows the trunk's decisions (edda.followTrunk defaults to decisions)
-    pack = same_pack(store, view, branch="b1", query="b1")
-    assert [i.id for i in pack.tier("binding").items] == [on_main.id]
-    same_answer(store, None, view, branch="b1")
-    same_answer(store, "db.engine", view, branch="b1")
+    with open_view(store) as view:
+        pack = same_pack(store, view, query="only main b1")
+        assert [i.id for i in pack.tier("pins").items] == [elsewhere.id]
+        # b1 follows the trunk's decisions (edda.followTrunk defaults to decisions)
+        pack = same_pack(store, view, branch="b1", query="b1")
+        assert [i.id for i in pack.tier("binding").items] == [on_main.id]
+        same_answer(store, None, view, branch="b1")
+        same_answer(store, "db.engine", view, branch="b1")
 
 
 def test_redaction_matches_and_leaks_nothing(store: Path) -> None:
@@ -361,24 +372,24 @@ def test_redaction_matches_and_leaks_nothing(store: Path) -> None:
                 )
             ]
         )[0]
-    view = open_view(store)
-    for budget in (100, 400, 5000):
-        pack = same_pack(
-            store,
-            view,
-            query="token pasted rotate secret found",
-            paths=["src/"],
-            session="s",
-            budget=budget,
-            search=shared_search(store),
-        )
-        md = pack.to_markdown()
-        assert CANARY not in md
-        for event in redacted:
-            assert event.id[:12] not in md
-    assert pack.tier("pins").items == () and pack.tier("proposed").items == ()
-    assert "an older, harmless checkpoint" in pack.to_markdown()
-    assert pointing.id[:12] not in pack.to_markdown() and other.id[:12] in pack.to_markdown()
+    with open_view(store) as view:
+        for budget in (100, 400, 5000):
+            pack = same_pack(
+                store,
+                view,
+                query="token pasted rotate secret found",
+                paths=["src/"],
+                session="s",
+                budget=budget,
+                search=shared_search(store),
+            )
+            md = pack.to_markdown()
+            assert CANARY not in md
+            for event in redacted:
+                assert event.id[:12] not in md
+        assert pack.tier("pins").items == () and pack.tier("proposed").items == ()
+        assert "an older, harmless checkpoint" in pack.to_markdown()
+        assert pointing.id[:12] not in pack.to_markdown() and other.id[:12] in pack.to_markdown()
 
 
 def test_empty_store_and_branch_without_memory(store: Path) -> None:
@@ -387,9 +398,9 @@ def test_empty_store_and_branch_without_memory(store: Path) -> None:
     with Memory.open(store) as mem:
         mem.note("first", session="a")
     git(store, "branch", "fresh")
-    view = open_view(store)
-    same_pack(store, view, now=T0)
-    assert "first" in same_pack(store, view, now=T0, branch="fresh").to_markdown()
+    with open_view(store) as view:
+        same_pack(store, view, now=T0)
+        assert "first" in same_pack(store, view, now=T0, branch="fresh").to_markdown()
 
 
 # ask -----------------------------------------------------------------------------------
@@ -426,30 +437,30 @@ def decisions_store(repo: Path) -> dict[str, Event]:
 
 def test_ask_matches_in_every_mode(store: Path) -> None:
     decisions_store(store)
-    view = open_view(store)
-    reads = Reads(view)
-    search = shared_search(store)
-    for include in (False, True):
-        same_answer(store, None, view, include_superseded=include)
-        same_answer(store, "db.engine", view, include_superseded=include)
-        same_answer(store, "DB.ENGINE", view, include_superseded=include)
-        for query in ("engine database", "api", "memory cache", "nothing-matches"):
-            result = same_answer(store, query, view, include_superseded=include, search=search)
-            same_answer(store, query, view, include_superseded=include, limit=2, search=search)
-    assert reads.whole == 0
-    result = same_answer(store, "engine", view, search=search, include_superseded=True)
-    related = {r.relation for d in result.decisions for r in d.related}
-    assert related >= {"same capsule", "same session"}
-    result = same_answer(store, "api", view, search=search)
-    assert [r.relation for r in result.decisions[0].related] == ["same paths"]
-    assert CANARY not in same_answer(store, None, view, include_superseded=True).to_markdown()
+    with open_view(store) as view:
+        reads = Reads(view)
+        search = shared_search(store)
+        for include in (False, True):
+            same_answer(store, None, view, include_superseded=include)
+            same_answer(store, "db.engine", view, include_superseded=include)
+            same_answer(store, "DB.ENGINE", view, include_superseded=include)
+            for query in ("engine database", "api", "memory cache", "nothing-matches"):
+                result = same_answer(store, query, view, include_superseded=include, search=search)
+                same_answer(store, query, view, include_superseded=include, limit=2, search=search)
+        assert reads.whole == 0
+        result = same_answer(store, "engine", view, search=search, include_superseded=True)
+        related = {r.relation for d in result.decisions for r in d.related}
+        assert related >= {"same capsule", "same session"}
+        result = same_answer(store, "api", view, search=search)
+        assert [r.relation for r in result.decisions[0].related] == ["same paths"]
+        assert CANARY not in same_answer(store, None, view, include_superseded=True).to_markdown()
 
 
 def test_ask_term_matching_without_search(store: Path) -> None:
     decisions_store(store)
-    view = open_view(store)
-    for query in ("engine", "postgres writers", "api"):
-        same_answer(store, query, view)
+    with open_view(store) as view:
+        for query in ("engine", "postgres writers", "api"):
+            same_answer(store, query, view)
 
 
 # random stores ---------------------------------------------------------------------------
@@ -572,8 +583,7 @@ def test_random_stores_match(
     paths: tuple[str, ...],
     query: str | None,
 ) -> None:
-    with random_store(ops) as repo:
-        view = open_view(repo)
+    with random_store(ops) as repo, open_view(repo) as view:
         now = T0 + 40 * DAY
         search = shared_search(repo)
         for size in (budget, 20_000):
@@ -634,6 +644,8 @@ def test_decision_lines_from_outlines_match_decoded_events(
                     "paths": ["src/a.py"][: n % 2],
                 }
                 mem.append_many([Draft("decision", body, None, time=T0 + n, agent=agent)])
-        view = open_view(repo)
-        same_pack(repo, view, now=T0 + DAY, budget=20_000, session=None, paths=paths, query=None)
-        same_pack(repo, view, now=T0 + DAY, budget=120, session=None, paths=paths, query=None)
+        with open_view(repo) as view:
+            same_pack(
+                repo, view, now=T0 + DAY, budget=20_000, session=None, paths=paths, query=None
+            )
+            same_pack(repo, view, now=T0 + DAY, budget=120, session=None, paths=paths, query=None)

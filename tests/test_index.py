@@ -145,22 +145,22 @@ def test_full_then_incremental_then_none(tmp_path: Path) -> None:
         assert report.mode == "none"
         assert report.added == 0 and report.events == 8
 
-    view = IndexView.open(repo)
-    assert view.report is None  # fresh: opening did not refresh
-    assert ids(view.events(all_branches=True)) == ids(first + new)
-    fsck(repo)
+    with IndexView.open(repo) as view:
+        assert view.report is None  # fresh: opening did not refresh
+        assert ids(view.events(all_branches=True)) == ids(first + new)
+        fsck(repo)
 
-    root = common_dir(repo) / "edda" / "index"
-    assert root_of(repo) == root
-    manifest = read_manifest(root)
-    assert manifest is not None and manifest.events == 8
-    assert (root / "manifest.json").is_file()
-    assert (root / manifest.generation / tables.EVENTS_FILE).is_file()
-    assert (root / manifest.generation / manifest.fulltext).is_dir()
-    assert (root / manifest.generation / VECTORS_FILE).is_file()
-    # nothing of the index lives in the work tree or among the refs
-    assert git(repo, "status", "--porcelain", "--ignored") == ""
-    assert "index" not in git(repo, "for-each-ref", "--format=%(refname)")
+        root = common_dir(repo) / "edda" / "index"
+        assert root_of(repo) == root
+        manifest = read_manifest(root)
+        assert manifest is not None and manifest.events == 8
+        assert (root / "manifest.json").is_file()
+        assert (root / manifest.generation / tables.EVENTS_FILE).is_file()
+        assert (root / manifest.generation / manifest.fulltext).is_dir()
+        assert (root / manifest.generation / VECTORS_FILE).is_file()
+        # nothing of the index lives in the work tree or among the refs
+        assert git(repo, "status", "--porcelain", "--ignored") == ""
+        assert "index" not in git(repo, "for-each-ref", "--format=%(refname)")
 
 
 def test_linked_worktree_shares_the_index(tmp_path: Path) -> None:
@@ -170,9 +170,9 @@ def test_linked_worktree_shares_the_index(tmp_path: Path) -> None:
         refresh(mem)
     git(repo, "worktree", "add", "-q", str(tmp_path / "wt"), "-b", "wt")
     assert root_of(tmp_path / "wt") == common_dir(repo) / "edda" / "index"
-    view = IndexView.open(tmp_path / "wt")
-    assert view.report is None  # the main worktree's build is fresh here too
-    assert search_ids(view, "shared worktrees")
+    with IndexView.open(tmp_path / "wt") as view:
+        assert view.report is None  # the main worktree's build is fresh here too
+        assert search_ids(view, "shared worktrees")
 
 
 # incremental == full: a property over random operation sequences ------------------------
@@ -235,20 +235,20 @@ def test_incremental_refreshes_equal_a_full_rebuild(ops: list[tuple[str, int, in
             modes = _run_ops(repo, mem, ops)
             assert modes[0] == "full"
             assert set(modes[1:]) <= {"incremental", "none"}
-            inc = IndexView.open(repo, refresh=False)
-            # ``ref`` (the chain an event is listed under) is checked by its own test below
-            inc_rows, inc_members = rows(inc, drop=("ref",)), member_pairs(inc)
-            inc_count = inc.fulltext.count()
-            inc_vectors = len(inc.vectors) if inc.vectors is not None else 0
-            assert refresh(mem, rebuild=True).mode == "full"
-        full = IndexView.open(repo, refresh=False)
-        assert [r["id"] for r in inc_rows] == [r["id"] for r in rows(full)]
-        assert inc_rows == rows(full, drop=("ref",))
-        assert inc_members == member_pairs(full)
-        assert inc_count == full.fulltext.count() == sum(1 for r in inc_rows if r["text"])
-        assert inc_vectors == len(full.vectors)
-        ids_ = [r["id"] for r in inc_rows]
-        assert len(ids_) == len(set(ids_))
+            with IndexView.open(repo, refresh=False) as inc:
+                # ``ref`` (the chain an event is listed under) is checked by its own test below
+                inc_rows, inc_members = rows(inc, drop=("ref",)), member_pairs(inc)
+                inc_count = inc.fulltext.count()
+                inc_vectors = len(inc.vectors) if inc.vectors is not None else 0
+                assert refresh(mem, rebuild=True).mode == "full"
+        with IndexView.open(repo, refresh=False) as full:
+            assert [r["id"] for r in inc_rows] == [r["id"] for r in rows(full)]
+            assert inc_rows == rows(full, drop=("ref",))
+            assert inc_members == member_pairs(full)
+            assert inc_count == full.fulltext.count() == sum(1 for r in inc_rows if r["text"])
+            assert inc_vectors == len(full.vectors)
+            ids_ = [r["id"] for r in inc_rows]
+            assert len(ids_) == len(set(ids_))
 
 
 def test_incremental_and_full_agree_on_the_ref_column(tmp_path: Path) -> None:
@@ -259,9 +259,11 @@ def test_incremental_and_full_agree_on_the_ref_column(tmp_path: Path) -> None:
         git(repo, "checkout", "-q", "-b", "feat")
         mem.note("written on feat", branch="feat")
         refresh(mem)  # incremental: before_fork stays listed under main
-        inc = {r["id"]: r["ref"] for r in rows(IndexView.open(repo, refresh=False))}
+        with IndexView.open(repo, refresh=False) as view:
+            inc = {r["id"]: r["ref"] for r in rows(view)}
         refresh(mem, rebuild=True)
-    full = {r["id"]: r["ref"] for r in rows(IndexView.open(repo, refresh=False))}
+    with IndexView.open(repo, refresh=False) as view:
+        full = {r["id"]: r["ref"] for r in rows(view)}
     assert inc[before_fork.id] == "refs/edda/branches/main"
     assert inc == full
 
@@ -329,36 +331,36 @@ def test_view_events_round_trip(
                 written.append(mem.append(kind, _body(kind, text, tag, n), branch=branch))
             if redact is not None:
                 mem.redact(written[redact % len(written)].id, "round trip")
-            view = IndexView.open(repo)
-            assert _envelope_etc(view.events(all_branches=True)) == _envelope_etc(
-                mem.events(all_branches=True)
-            )
-            for branch in ("main", "feat", "nomem"):
-                for trunk in (None, "decisions", "all", "none"):
-                    assert ids(view.events(branch=branch, trunk=trunk)) == ids(
-                        mem.events(branch=branch, trunk=trunk)
-                    ), (branch, trunk)
-            filters = [
-                EventFilter(types=["decision", "note"]),
-                EventFilter(tags=["t1"]),
-                EventFilter(paths=["src/"]),
-                EventFilter(paths=["*.txt"], include_redacted=False),
-            ]
-            for where in filters:
-                for branch in ("main", "feat"):
-                    assert ids(view.events(where, branch=branch)) == ids(
-                        mem.events(where, branch=branch)
+            with IndexView.open(repo) as view:
+                assert _envelope_etc(view.events(all_branches=True)) == _envelope_etc(
+                    mem.events(all_branches=True)
+                )
+                for branch in ("main", "feat", "nomem"):
+                    for trunk in (None, "decisions", "all", "none"):
+                        assert ids(view.events(branch=branch, trunk=trunk)) == ids(
+                            mem.events(branch=branch, trunk=trunk)
+                        ), (branch, trunk)
+                filters = [
+                    EventFilter(types=["decision", "note"]),
+                    EventFilter(tags=["t1"]),
+                    EventFilter(paths=["src/"]),
+                    EventFilter(paths=["*.txt"], include_redacted=False),
+                ]
+                for where in filters:
+                    for branch in ("main", "feat"):
+                        assert ids(view.events(where, branch=branch)) == ids(
+                            mem.events(where, branch=branch)
+                        )
+                    assert ids(view.events(where, all_branches=True, limit=3)) == ids(
+                        mem.events(where, all_branches=True, limit=3)
                     )
-                assert ids(view.events(where, all_branches=True, limit=3)) == ids(
-                    mem.events(where, all_branches=True, limit=3)
-                )
-            for event in written:
-                got = view.get(event.id[:10])
-                assert (got.envelope, got.body, got.redacted) == (
-                    mem.get(event.id).envelope,
-                    mem.get(event.id).body,
-                    mem.get(event.id).redacted,
-                )
+                for event in written:
+                    got = view.get(event.id[:10])
+                    assert (got.envelope, got.body, got.redacted) == (
+                        mem.get(event.id).envelope,
+                        mem.get(event.id).body,
+                        mem.get(event.id).redacted,
+                    )
 
 
 def test_feature_branch_follows_decisions_made_on_main_after_its_fork(tmp_path: Path) -> None:
@@ -371,14 +373,15 @@ def test_feature_branch_follows_decisions_made_on_main_after_its_fork(tmp_path: 
         decision = mem.decide("orm", "sqlalchemy", branch="main")
         later_note = mem.note("main after the fork, not a decision", branch="main")
         own = mem.note("feature work", branch="feat")
-        view = IndexView.open(repo)
-        feat = ids(view.events(branch="feat"))
-        assert feat == ids(mem.events(branch="feat"))
-    assert early.id in feat and decision.id in feat and own.id in feat
-    assert later_note.id not in feat
-    assert later_note.id in ids(view.events(branch="feat", trunk="all"))
-    assert decision.id not in ids(view.events(branch="feat", trunk="none"))
-    assert [h.event.id for h in search(view, "sqlalchemy", branch="feat").hits] == [decision.id]
+        with IndexView.open(repo) as view:
+            feat = ids(view.events(branch="feat"))
+            assert feat == ids(mem.events(branch="feat"))
+            assert early.id in feat and decision.id in feat and own.id in feat
+            assert later_note.id not in feat
+            assert later_note.id in ids(view.events(branch="feat", trunk="all"))
+            assert decision.id not in ids(view.events(branch="feat", trunk="none"))
+            found = search(view, "sqlalchemy", branch="feat").hits
+            assert [h.event.id for h in found] == [decision.id]
 
 
 # a rewound or deleted memory ref: full rebuild ---------------------------------------------
@@ -390,12 +393,12 @@ def test_rewound_ref_rebuilds_in_full(tmp_path: Path) -> None:
         dropped = mem.note("dropped pelican note")
         assert refresh(mem).events == 2
     git(repo, "update-ref", "refs/edda/branches/main", old_tip)
-    view = IndexView.open(repo)
-    assert view.report is not None and view.report.mode == "full"
-    assert "refs/edda/branches/main" in view.report.reason and "rewound" in view.report.reason
-    assert ids(view.events(all_branches=True)) == [kept.id]
-    assert search_ids(view, "pelican") == [kept.id]
-    assert dropped.id not in search_ids(view, "dropped pelican", mode="vector")
+    with IndexView.open(repo) as view:
+        assert view.report is not None and view.report.mode == "full"
+        assert "refs/edda/branches/main" in view.report.reason and "rewound" in view.report.reason
+        assert ids(view.events(all_branches=True)) == [kept.id]
+        assert search_ids(view, "pelican") == [kept.id]
+        assert dropped.id not in search_ids(view, "dropped pelican", mode="vector")
 
 
 def test_deleted_ref_rebuilds_in_full(tmp_path: Path) -> None:
@@ -410,9 +413,9 @@ def test_deleted_ref_rebuilds_in_full(tmp_path: Path) -> None:
         report = refresh(mem)
     assert report.mode == "full"
     assert report.reason == "refs/edda/branches/gone was deleted"
-    view = IndexView.open(repo)
-    assert search_ids(view, "heron") == [main_note.id]
-    assert ids(view.events(all_branches=True)) == [main_note.id]
+    with IndexView.open(repo) as view:
+        assert search_ids(view, "heron") == [main_note.id]
+        assert ids(view.events(all_branches=True)) == [main_note.id]
 
 
 # missing, corrupt or foreign sidecars are never trusted ------------------------------------
@@ -504,7 +507,8 @@ def test_damaged_sidecar_is_rebuilt_by_refresh(tmp_path: Path, damage: str) -> N
     else:
         assert report.mode == "full", report
         assert report.reason
-    _answers_correctly(IndexView.open(repo), notes)
+    with IndexView.open(repo) as view:
+        _answers_correctly(view, notes)
     fsck(repo)
 
 
@@ -514,7 +518,8 @@ def test_damaged_sidecar_is_rebuilt_when_a_query_opens_the_view(
     tmp_path: Path, damage: str
 ) -> None:
     repo, notes = _damaged_repo(tmp_path / "repo", damage)
-    _answers_correctly(IndexView.open(repo), notes)
+    with IndexView.open(repo) as view:
+        _answers_correctly(view, notes)
 
 
 def test_cli_search_survives_a_damaged_fulltext_index_after_memory_moved(tmp_path: Path) -> None:
@@ -548,7 +553,8 @@ def test_redaction_removes_the_text_everywhere(
             root = root_of(repo)
             # the secret is really in the index files before the redaction
             assert files_containing(root, SECRET.encode())
-            assert search_ids(IndexView.open(repo), SECRET) == [target.id]
+            with IndexView.open(repo) as view:
+                assert search_ids(view, SECRET) == [target.id]
         mem.redact(target.id, "leaked a password")
         report = refresh(mem)
     assert report.redacted == (1 if indexed_before else 0)
@@ -556,29 +562,29 @@ def test_redaction_removes_the_text_everywhere(
         assert report.mode == "incremental"
         assert "fulltext" in report.rebuilt
 
-    view = IndexView.open(repo)
-    assert view.report is None
-    for mode in MODES:
-        found = search(view, f"{SECRET} staging password hunter", mode=mode, all_branches=True)
-        assert target.id not in [h.event.id for h in found.hits], mode
-        assert search(view, SECRET, mode=mode, all_branches=True).hits == [], mode
-    assert search_ids(view, "deploy key rotation")[:1] == [other.id]  # the rest still works
-    row = next(r for r in rows(view) if r["id"] == target.id)
-    assert row["redacted"] and row["text"] == "" and row["body"] is None and row["line"] is None
-    assert row["tags"] == [] and row["paths"] == []
-    assert view.get(target.id).redacted and view.get(target.id).body is None
-    assert view.vectors is not None
-    assert view.vectors.contains([key64(target.id), key64(other.id)]) == [False, True]
-    assert len(view.vectors) == view.fulltext.count()
+    with IndexView.open(repo) as view:
+        assert view.report is None
+        for mode in MODES:
+            found = search(view, f"{SECRET} staging password hunter", mode=mode, all_branches=True)
+            assert target.id not in [h.event.id for h in found.hits], mode
+            assert search(view, SECRET, mode=mode, all_branches=True).hits == [], mode
+        assert search_ids(view, "deploy key rotation")[:1] == [other.id]  # the rest still works
+        row = next(r for r in rows(view) if r["id"] == target.id)
+        assert row["redacted"] and row["text"] == "" and row["body"] is None and row["line"] is None
+        assert row["tags"] == [] and row["paths"] == []
+        assert view.get(target.id).redacted and view.get(target.id).body is None
+        assert view.vectors is not None
+        assert view.vectors.contains([key64(target.id), key64(other.id)]) == [False, True]
+        assert len(view.vectors) == view.fulltext.count()
 
-    from gitmem.embed.cache import digest
+        from gitmem.embed.cache import digest
 
-    root = root_of(repo)
-    needles = {SECRET.encode(), SECRET.upper().encode(), b"hunter", digest(old_text)}
-    needles |= {term.encode() for term in analyze(SECRET)}
-    for needle in needles:
-        assert files_containing(root, needle) == [], needle
-    fsck(repo)
+        root = root_of(repo)
+        needles = {SECRET.encode(), SECRET.upper().encode(), b"hunter", digest(old_text)}
+        needles |= {term.encode() for term in analyze(SECRET)}
+        for needle in needles:
+            assert files_containing(root, needle) == [], needle
+        fsck(repo)
 
 
 # events still in the capture spool -------------------------------------------------------
@@ -596,11 +602,11 @@ def test_spooled_events_are_visible_when_the_view_opens(tmp_path: Path) -> None:
     assert spool.pending(location.state_dir)
     assert is_fresh(location, read_manifest(index_root(location)))  # the refs did not move
 
-    view = IndexView.open(repo)
-    assert view.report is not None and view.report.added == 1
-    assert not spool.pending(location.state_dir)
-    assert captured in ids(view.events())
-    assert search_ids(view, "ocelot") == [captured]
+    with IndexView.open(repo) as view:
+        assert view.report is not None and view.report.added == 1
+        assert not spool.pending(location.state_dir)
+        assert captured in ids(view.events())
+        assert search_ids(view, "ocelot") == [captured]
 
 
 # one builder at a time ---------------------------------------------------------------------
@@ -643,22 +649,22 @@ def written_while_another_builds(tmp_path: Path) -> Iterator[tuple[Path, Event, 
 def test_a_reader_does_not_wait_for_another_builder(tmp_path: Path) -> None:
     with written_while_another_builds(tmp_path) as (repo, old, new):
         started = time.monotonic()
-        view = IndexView.open(repo, wait=0.5)
-        waited = time.monotonic() - started
-        assert view.stale
-        assert view.report is None
-        assert 0.5 <= waited < 5
-        assert ids(view.events()) == [old.id]  # the previous version
-        # the CLI waits its default 5 s, then answers from the previous version and says so
-        code, out, err = cli(repo, "search", "while another process builds", "--json")
-        assert code == 0, err
-        data = json.loads(out)
-        assert new.id not in [h["id"] for h in data["hits"]]
-        assert any("another process is updating the index" in w for w in data["warnings"])
-    view = IndexView.open(repo, wait=0.5)
-    assert not view.stale
-    assert view.report is not None and view.report.mode == "incremental"
-    assert ids(view.events()) == [old.id, new.id]
+        with IndexView.open(repo, wait=0.5) as view:
+            waited = time.monotonic() - started
+            assert view.stale
+            assert view.report is None
+            assert 0.5 <= waited < 5
+            assert ids(view.events()) == [old.id]  # the previous version
+            # the CLI waits its default 5 s, then answers from the previous version and says so
+            code, out, err = cli(repo, "search", "while another process builds", "--json")
+            assert code == 0, err
+            data = json.loads(out)
+            assert new.id not in [h["id"] for h in data["hits"]]
+            assert any("another process is updating the index" in w for w in data["warnings"])
+    with IndexView.open(repo, wait=0.5) as view:
+        assert not view.stale
+        assert view.report is not None and view.report.mode == "incremental"
+        assert ids(view.events()) == [old.id, new.id]
 
 
 def test_log_and_show_read_memory_while_another_process_builds(tmp_path: Path) -> None:
@@ -815,19 +821,20 @@ def test_refresh_redone_after_a_lost_manifest_write(tmp_path: Path, then: str) -
         (root / "manifest.json").write_bytes(saved)  # as if the process died before this write
         again = refresh(mem)
         assert again.mode == "incremental"
-        view = IndexView.open(repo, refresh=False)
-        table = rows(view)
-        all_ids = [r["id"] for r in table]
-        assert len(all_ids) == len(set(all_ids)) == len(mem.events(all_branches=True))
-        assert view.fulltext.count() == sum(1 for r in table if r["text"])
-        assert len(view.vectors) == view.fulltext.count()
-        assert len(search_ids(view, "ibis", limit=20)) == len(all_ids)
-        members = view.members.to_pylist()
-        assert len(members) == len({(m["ref"], m["commit"]) for m in members})
+        with IndexView.open(repo, refresh=False) as view:
+            table = rows(view)
+            all_ids = [r["id"] for r in table]
+            assert len(all_ids) == len(set(all_ids)) == len(mem.events(all_branches=True))
+            assert view.fulltext.count() == sum(1 for r in table if r["text"])
+            assert len(view.vectors) == view.fulltext.count()
+            assert len(search_ids(view, "ibis", limit=20)) == len(all_ids)
+            members = view.members.to_pylist()
+            assert len(members) == len({(m["ref"], m["commit"]) for m in members})
         refresh(mem, rebuild=True)
-    assert rows(IndexView.open(repo, refresh=False), drop=("ref",)) == [
-        {k: v for k, v in r.items() if k != "ref"} for r in table
-    ]
+    with IndexView.open(repo, refresh=False) as view:
+        assert rows(view, drop=("ref",)) == [
+            {k: v for k, v in r.items() if k != "ref"} for r in table
+        ]
 
 
 # git hooks keep the index fresh ---------------------------------------------------------
@@ -861,10 +868,12 @@ def test_hooks_refresh_the_index_on_checkout_and_merge(tmp_path: Path) -> None:
     assert is_fresh(location, read_manifest(root))  # merged memory, refreshed index
     new_lines = hooks_log(repo)[len(log_before) :]
     assert "index" in new_lines and "merge" in new_lines, new_lines
-    view = IndexView.open(repo, refresh=False)
-    assert feat_note.id in ids(view.events(branch="main", trunk="none"))
-    assert [h.event.id for h in search(view, "capybara", branch="main").hits][:1] == [feat_note.id]
-    fsck(repo)
+    with IndexView.open(repo, refresh=False) as view:
+        assert feat_note.id in ids(view.events(branch="main", trunk="none"))
+        assert [h.event.id for h in search(view, "capybara", branch="main").hits][:1] == [
+            feat_note.id
+        ]
+        fsck(repo)
 
 
 def test_hooks_leave_the_index_alone_when_turned_off(tmp_path: Path) -> None:
@@ -958,13 +967,13 @@ def test_provider_none_disables_vectors(tmp_path: Path) -> None:
         report = refresh(mem)
     assert report.mode == "full" and report.vectors == 0
     assert not (generation(repo) / VECTORS_FILE).exists()
-    view = IndexView.open(repo)
-    result = search(view, "narwhal")
-    assert [h.event.id for h in result.hits] == [note.id]
-    assert any("no vector index" in w for w in result.warnings)
-    assert not (root_of(repo) / "embeddings").exists() or not any(
-        p.stat().st_size for p in all_files(root_of(repo) / "embeddings")
-    )
+    with IndexView.open(repo) as view:
+        result = search(view, "narwhal")
+        assert [h.event.id for h in result.hits] == [note.id]
+        assert any("no vector index" in w for w in result.warnings)
+        assert not (root_of(repo) / "embeddings").exists() or not any(
+            p.stat().st_size for p in all_files(root_of(repo) / "embeddings")
+        )
 
 
 @settings(max_examples=200, deadline=None)
@@ -980,14 +989,15 @@ def test_key_lookups_scan_then_sort_with_the_same_answers(
     absent, whatever the duplicates (small keys force collisions)."""
     import pyarrow as pa
 
-    view = IndexView.__new__(IndexView)  # only the table matters here
-    view.table = pa.table({"key64": pa.array(stored, pa.uint64())})
-    view._keys, view._key_sort, view._lookups = None, None, 0
+    from gitmem.index.keyrows import SCANS, KeyRows
+
+    half = len(stored) // 2  # two chunks, as a table read in batches has
+    lookup = KeyRows(pa.chunked_array([stored[:half], stored[half:]], pa.uint64()))
     for keys in asks * 2:  # more calls than the scanning limit
         expected = [stored.index(k) if k in stored else None for k in keys]
-        assert view.rows_for_keys(keys) == expected
+        assert lookup.rows(keys) == expected
     lookups = sum(1 for keys in asks * 2 if keys) if stored else 0
-    assert (view._key_sort is not None) == (lookups > 4)  # both ways were taken
+    assert lookup.is_sorted == (lookups > SCANS)  # both ways were taken
 
 
 def test_a_build_reports_its_progress_per_stage(tmp_path: Path) -> None:

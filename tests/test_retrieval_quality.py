@@ -11,6 +11,7 @@ at most five).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ def corpus() -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def store(
     tmp_path_factory: pytest.TempPathFactory, corpus: dict[str, Any]
-) -> tuple[IndexView, dict[str, str]]:
+) -> Iterator[tuple[IndexView, dict[str, str]]]:
     base = tmp_path_factory.mktemp("quality")
     with isolated_environment(base):
         repo = init_repo(base / "repo")
@@ -48,7 +49,9 @@ def store(
                 ]
             )
         labels = {ev.id: e["label"] for ev, e in zip(written, corpus["events"], strict=True)}
-        return IndexView.open(repo), labels
+        view = IndexView.open(repo)
+    with view:
+        yield view, labels
 
 
 def _recall(view: IndexView, labels: dict[str, str], corpus: dict[str, Any], mode: str) -> float:

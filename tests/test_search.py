@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -131,9 +132,10 @@ FINDS = [
 
 
 @pytest.fixture
-def corpus(tmp_path: Path) -> tuple[IndexView, list[Any]]:
+def corpus(tmp_path: Path) -> Iterator[tuple[IndexView, list[Any]]]:
     repo, events = store(tmp_path / "repo", CORPUS)
-    return IndexView.open(repo), events
+    with IndexView.open(repo) as view:
+        yield view, events
 
 
 def test_queries_find_what_they_should(corpus: tuple[IndexView, list[Any]]) -> None:
@@ -316,54 +318,54 @@ def _filter_store(path: Path) -> tuple[Path, dict[str, Any]]:
 
 def test_filters(tmp_path: Path) -> None:
     repo, ev = _filter_store(tmp_path / "repo")
-    view = IndexView.open(repo)
-    one, two, three, four, five = (
-        ev[f"gadget {n}"].id for n in ("one", "two", "three", "four", "five")
-    )
-    cap = ev["capsule"].id
+    with IndexView.open(repo) as view:
+        one, two, three, four, five = (
+            ev[f"gadget {n}"].id for n in ("one", "two", "three", "four", "five")
+        )
+        cap = ev["capsule"].id
 
-    def found(where: EventFilter | None = None, **kw: Any) -> set[str]:
-        sets = []
-        for mode in ("lexical", "hybrid"):
-            kw.setdefault("all_branches", True)
-            sets.append(
-                set(hit_ids(search(view, "gadget", limit=50, where=where, mode=mode, **kw)))
-            )
-        assert sets[0] == sets[1]
-        return sets[0]
+        def found(where: EventFilter | None = None, **kw: Any) -> set[str]:
+            sets = []
+            for mode in ("lexical", "hybrid"):
+                kw.setdefault("all_branches", True)
+                sets.append(
+                    set(hit_ids(search(view, "gadget", limit=50, where=where, mode=mode, **kw)))
+                )
+            assert sets[0] == sets[1]
+            return sets[0]
 
-    everything = {one, two, three, four, five, cap}
-    assert found() == everything
-    assert found(EventFilter(types=["note"])) == {one, two, five}
-    assert found(EventFilter(types=["decision", "learning"])) == {three, four}
-    assert found(EventFilter(sessions=["s1"])) == {one, three}
-    assert found(EventFilter(capsules=[cap])) == {cap, one, four}
-    assert found(EventFilter(actors=["a2"])) == {two, three}
-    user = ev["gadget one"].scope["user"]  # every event's user scope
-    assert found(EventFilter(actors=[user])) == everything
-    assert found(EventFilter(actors=["nobody"])) == set()
-    assert found(EventFilter(tags=["ui"])) == {one, four}
-    assert found(EventFilter(paths=["src/"])) == {one, three}
-    assert found(EventFilter(paths=["src"])) == {one, three}
-    assert found(EventFilter(paths=["*.py"])) == {one, three, five}
-    assert found(EventFilter(paths=["docs/guide.md"])) == {two}
-    assert found(EventFilter(since=T0 + 1 * DAY_US, until=T0 + 3 * DAY_US)) == {two, three}
-    assert found(EventFilter(types=["note"], sessions=["s1"], tags=["ui"])) == {one}
-    # branches: main's own events; feat sees its own, main's from before its memory
-    # started, and the decision main made
-    assert found(all_branches=False, branch="main") == {cap, one, two, three}
-    assert found(all_branches=False, branch="feat") == {
-        e.id for e in Memory.open(repo).events(branch="feat")
-    }
-    assert {four, five, three} <= found(all_branches=False, branch="feat")
-    # the filters agree with Memory's
-    with Memory.open(repo) as mem:
-        for where in (
-            EventFilter(types=["note"]),
-            EventFilter(paths=["*.py"]),
-            EventFilter(sessions=["s2"], tags=["db"]),
-        ):
-            assert found(where) == {e.id for e in mem.events(where, all_branches=True)}
+        everything = {one, two, three, four, five, cap}
+        assert found() == everything
+        assert found(EventFilter(types=["note"])) == {one, two, five}
+        assert found(EventFilter(types=["decision", "learning"])) == {three, four}
+        assert found(EventFilter(sessions=["s1"])) == {one, three}
+        assert found(EventFilter(capsules=[cap])) == {cap, one, four}
+        assert found(EventFilter(actors=["a2"])) == {two, three}
+        user = ev["gadget one"].scope["user"]  # every event's user scope
+        assert found(EventFilter(actors=[user])) == everything
+        assert found(EventFilter(actors=["nobody"])) == set()
+        assert found(EventFilter(tags=["ui"])) == {one, four}
+        assert found(EventFilter(paths=["src/"])) == {one, three}
+        assert found(EventFilter(paths=["src"])) == {one, three}
+        assert found(EventFilter(paths=["*.py"])) == {one, three, five}
+        assert found(EventFilter(paths=["docs/guide.md"])) == {two}
+        assert found(EventFilter(since=T0 + 1 * DAY_US, until=T0 + 3 * DAY_US)) == {two, three}
+        assert found(EventFilter(types=["note"], sessions=["s1"], tags=["ui"])) == {one}
+        # branches: main's own events; feat sees its own, main's from before its memory
+        # started, and the decision main made
+        assert found(all_branches=False, branch="main") == {cap, one, two, three}
+        assert found(all_branches=False, branch="feat") == {
+            e.id for e in Memory.open(repo).events(branch="feat")
+        }
+        assert {four, five, three} <= found(all_branches=False, branch="feat")
+        # the filters agree with Memory's
+        with Memory.open(repo) as mem:
+            for where in (
+                EventFilter(types=["note"]),
+                EventFilter(paths=["*.py"]),
+                EventFilter(sessions=["s2"], tags=["db"]),
+            ):
+                assert found(where) == {e.id for e in mem.events(where, all_branches=True)}
 
 
 def test_cli_filters(tmp_path: Path) -> None:
@@ -429,18 +431,18 @@ def test_filters_apply_before_the_candidate_limit(tmp_path: Path) -> None:
                 for i in range(300)
             ]
         )
-    view = IndexView.open(repo)
-    plain = search(view, "alpha widget", limit=10, now=NOW)
-    assert special.id not in hit_ids(plain)
-    for mode in ("lexical", "vector", "hybrid"):
-        for where in (
-            EventFilter(sessions=["special"]),
-            EventFilter(paths=["special/"]),
-            EventFilter(until=T0 + 1),
-        ):
-            result = search(view, "alpha widget", limit=5, where=where, now=NOW, mode=mode)
-            assert hit_ids(result) == [special.id], (mode, where)
-    assert cli_ids(repo, "search", "alpha widget", "--session", "special") == [special.id]
+    with IndexView.open(repo) as view:
+        plain = search(view, "alpha widget", limit=10, now=NOW)
+        assert special.id not in hit_ids(plain)
+        for mode in ("lexical", "vector", "hybrid"):
+            for where in (
+                EventFilter(sessions=["special"]),
+                EventFilter(paths=["special/"]),
+                EventFilter(until=T0 + 1),
+            ):
+                result = search(view, "alpha widget", limit=5, where=where, now=NOW, mode=mode)
+                assert hit_ids(result) == [special.id], (mode, where)
+        assert cli_ids(repo, "search", "alpha widget", "--session", "special") == [special.id]
 
 
 # scores do not depend on the candidate limit ----------------------------------------------
@@ -452,13 +454,14 @@ WORDS = [
 
 
 @pytest.fixture
-def varied(tmp_path: Path) -> tuple[Path, IndexView]:
+def varied(tmp_path: Path) -> Iterator[tuple[Path, IndexView]]:
     import random
 
     rng = random.Random(7)
     texts = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12))) for _ in range(300)]
     repo, _events = store(tmp_path / "repo", texts)
-    return repo, IndexView.open(repo)
+    with IndexView.open(repo) as view:
+        yield repo, view
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "lexical", "vector"])
@@ -494,22 +497,22 @@ def test_a_filter_does_not_change_vector_scores(varied: tuple[Path, IndexView]) 
     repo, _view = varied
     with Memory.open(repo) as mem:
         mem.decide("lunch", "pizza")  # the one event the filter below leaves out
-    view = IndexView.open(repo)
-    changed = []
-    for query in WORDS:
-        plain = search(view, query, mode="vector", limit=20, now=NOW)
-        notes = search(
-            view, query, mode="vector", limit=20, now=NOW, where=EventFilter(types=["note"])
-        )
-        a = [
-            (h.event.id, round(h.vector_score or 0, 4))
-            for h in plain.hits
-            if h.event.type == "note"
-        ]
-        b = [(h.event.id, round(h.vector_score or 0, 4)) for h in notes.hits][: len(a)]
-        if a != b:
-            changed.append(query)
-    assert changed == []
+    with IndexView.open(repo) as view:
+        changed = []
+        for query in WORDS:
+            plain = search(view, query, mode="vector", limit=20, now=NOW)
+            notes = search(
+                view, query, mode="vector", limit=20, now=NOW, where=EventFilter(types=["note"])
+            )
+            a = [
+                (h.event.id, round(h.vector_score or 0, 4))
+                for h in plain.hits
+                if h.event.type == "note"
+            ]
+            b = [(h.event.id, round(h.vector_score or 0, 4)) for h in notes.hits][: len(a)]
+            if a != b:
+                changed.append(query)
+        assert changed == []
 
 
 # determinism ---------------------------------------------------------------------------
@@ -518,7 +521,8 @@ def test_same_store_query_and_now_give_identical_output(varied: tuple[Path, Inde
     for query in ("cache retry", "schema migration token", "networks"):
         first = dumps(search(view, query, limit=20, now=NOW))
         assert first == dumps(search(view, query, limit=20, now=NOW))
-        assert first == dumps(search(IndexView.open(repo), query, limit=20, now=NOW))
+        with IndexView.open(repo) as fresh:
+            assert first == dumps(search(fresh, query, limit=20, now=NOW))
     args = [sys.executable, "-m", "gitmem.cli.main", "search", "cache retry", "--limit", "20"]
     args += ["--now", str(NOW), "--json", "-C", str(repo)]
     outputs = [subprocess.run(args, capture_output=True, check=True).stdout for _ in range(2)]
@@ -563,18 +567,19 @@ def test_incremental_and_rebuilt_index_give_identical_output(
     queries = ("cache retry", "database worker", "policy", "flaky")
     with Memory.open(repo) as mem:
         _grow(repo, mem, fork)
-        view = IndexView.open(repo)
-        assert view.report is None
-        assert view.table.num_rows == 16
-        before = [
+        with IndexView.open(repo) as view:
+            assert view.report is None
+            assert view.table.num_rows == 16
+            before = [
+                dumps(search(view, q, limit=30, now=NOW, all_branches=True, mode=mode))
+                for q in queries
+            ]
+            assert refresh(mem, rebuild=True).mode == "full"
+    with IndexView.open(repo) as view:
+        after = [
             dumps(search(view, q, limit=30, now=NOW, all_branches=True, mode=mode)) for q in queries
         ]
-        assert refresh(mem, rebuild=True).mode == "full"
-    view = IndexView.open(repo)
-    after = [
-        dumps(search(view, q, limit=30, now=NOW, all_branches=True, mode=mode)) for q in queries
-    ]
-    assert before == after
+        assert before == after
 
 
 # recency ---------------------------------------------------------------------------------
@@ -588,23 +593,23 @@ def test_newer_of_two_equal_events_ranks_first(tmp_path: Path) -> None:
             ]
         )
         mem.note("an unrelated note about lunch")
-    view = IndexView.open(repo)
-    for mode in ("hybrid", "lexical", "vector"):
-        result = search(view, "quasar flickers", now=NOW, mode=mode)
-        assert hit_ids(result)[:2] == [new.id, old.id], mode
-        a, b = result.hits[:2]
-        assert a.recency > b.recency
-        assert a.recency == pytest.approx(0.5 ** (1 / 30))
-        assert b.recency == pytest.approx(0.5 ** (61 / 30))
+    with IndexView.open(repo) as view:
+        for mode in ("hybrid", "lexical", "vector"):
+            result = search(view, "quasar flickers", now=NOW, mode=mode)
+            assert hit_ids(result)[:2] == [new.id, old.id], mode
+            a, b = result.hits[:2]
+            assert a.recency > b.recency
+            assert a.recency == pytest.approx(0.5 ** (1 / 30))
+            assert b.recency == pytest.approx(0.5 ** (61 / 30))
 
-    # an earlier "now" changes the recency of every hit; before both, both count as new
-    later = search(view, "quasar", now=NOW).to_json()["hits"]
-    earlier = search(view, "quasar", now=NOW - 30 * DAY_US).to_json()["hits"]
-    assert {h["id"]: h["components"]["recency"] for h in later} != {
-        h["id"]: h["components"]["recency"] for h in earlier
-    }
-    before_both = search(view, "quasar", now=NOW - 100 * DAY_US)
-    assert [h.recency for h in before_both.hits] == [1.0, 1.0]
+        # an earlier "now" changes the recency of every hit; before both, both count as new
+        later = search(view, "quasar", now=NOW).to_json()["hits"]
+        earlier = search(view, "quasar", now=NOW - 30 * DAY_US).to_json()["hits"]
+        assert {h["id"]: h["components"]["recency"] for h in later} != {
+            h["id"]: h["components"]["recency"] for h in earlier
+        }
+        before_both = search(view, "quasar", now=NOW - 100 * DAY_US)
+        assert [h.recency for h in before_both.hits] == [1.0, 1.0]
 
 
 def test_cli_now_changes_recency(tmp_path: Path) -> None:
@@ -636,9 +641,11 @@ def test_newer_of_two_identical_events_ranks_first_even_a_day_apart(tmp_path: Pa
             break
     else:
         pytest.fail("could not get the id order wanted")
-    view = IndexView.open(repo)
-    for mode in ("lexical", "vector", "hybrid"):
-        assert hit_ids(search(view, "pulsar spins", now=NOW, mode=mode)) == [new.id, old.id], mode
+    with IndexView.open(repo) as view:
+        for mode in ("lexical", "vector", "hybrid"):
+            assert hit_ids(search(view, "pulsar spins", now=NOW, mode=mode)) == [new.id, old.id], (
+                mode
+            )
 
 
 # --explain ------------------------------------------------------------------------------

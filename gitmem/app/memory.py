@@ -71,7 +71,8 @@ class Memory(Store):
                 where, branch=branch, all_branches=all_branches, limit=limit, trunk=trunk
             )
         kw: dict[str, Any] = {} if isinstance(branch, CurrentBranch) else {"branch": branch}
-        return view.events(where, all_branches=all_branches, limit=limit, trunk=trunk, **kw)
+        with view:
+            return view.events(where, all_branches=all_branches, limit=limit, trunk=trunk, **kw)
 
     # -- retrieval --------------------------------------------------------------------------
     def search(
@@ -90,18 +91,18 @@ class Memory(Store):
         from gitmem.index.view import IndexView
         from gitmem.retrieval.search import search
 
-        view = IndexView.open(self.location.cwd)
         kw: dict[str, Any] = {} if isinstance(branch, CurrentBranch) else {"branch": branch}
-        return search(
-            view,
-            query,
-            limit=limit,
-            where=where,
-            now=wall_us() if now is None else now,
-            mode=mode,
-            all_branches=all_branches,
-            **kw,
-        )
+        with IndexView.open(self.location.cwd) as view:
+            return search(
+                view,
+                query,
+                limit=limit,
+                where=where,
+                now=wall_us() if now is None else now,
+                mode=mode,
+                all_branches=all_branches,
+                **kw,
+            )
 
     def context(
         self,

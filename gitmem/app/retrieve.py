@@ -68,22 +68,22 @@ def search(
     Tantivy's syntax (field:value, AND, "phrases"); otherwise any text is safe."""
     from gitmem.retrieval.search import search as run_search
 
-    view = open_view(repo)
-    where = filters.resolve(view, now_us=now_us, include_redacted=False)
-    result = run_search(
-        view,
-        query,
-        limit=limit,
-        where=where,
-        now=now_us,
-        mode=mode,
-        advanced=advanced,
-        all_branches=all_branches,
-        **_branch(view, branch),
-    )
-    if view.stale:
-        result.warnings.append(STALE_WARNING)
-    return result
+    with open_view(repo) as view:
+        where = filters.resolve(view, now_us=now_us, include_redacted=False)
+        result = run_search(
+            view,
+            query,
+            limit=limit,
+            where=where,
+            now=now_us,
+            mode=mode,
+            advanced=advanced,
+            all_branches=all_branches,
+            **_branch(view, branch),
+        )
+        if view.stale:
+            result.warnings.append(STALE_WARNING)
+        return result
 
 
 def search_fn(view: IndexView, now_us: int) -> Callable[[str, int, Sequence[str]], list[Event]]:
@@ -134,19 +134,19 @@ def context(
     from gitmem.capture.active import read_active
     from gitmem.retrieval.context import build_context
 
-    view = open_view(repo)
-    active = read_active(view.location)
-    return build_context(
-        view,
-        query=query,
-        budget=budget,
-        now=now_us,
-        search=search_fn(view, now_us),
-        paths=list(paths) if paths is not None else files_in_play(view.location),
-        active_capsule=active.get("capsule"),
-        session=active.get("session"),
-        **_branch(view, branch),
-    )
+    with open_view(repo) as view:
+        active = read_active(view.location)
+        return build_context(
+            view,
+            query=query,
+            budget=budget,
+            now=now_us,
+            search=search_fn(view, now_us),
+            paths=list(paths) if paths is not None else files_in_play(view.location),
+            active_capsule=active.get("capsule"),
+            session=active.get("session"),
+            **_branch(view, branch),
+        )
 
 
 def ask(
@@ -162,12 +162,12 @@ def ask(
     ranked for the query with their related commits, notes and checkpoints."""
     from gitmem.retrieval.ask import ask as run_ask
 
-    view = open_view(repo)
-    return run_ask(
-        view,
-        query,
-        include_superseded=include_superseded,
-        search=search_fn(view, now_us),
-        limit=limit,
-        **_branch(view, branch),
-    )
+    with open_view(repo) as view:
+        return run_ask(
+            view,
+            query,
+            include_superseded=include_superseded,
+            search=search_fn(view, now_us),
+            limit=limit,
+            **_branch(view, branch),
+        )

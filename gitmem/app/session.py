@@ -65,8 +65,11 @@ def reader(repo: Repo = None) -> Iterator[EventSource]:
     except (GitmemError, OSError):
         view = None
     if view is not None and not view.stale:
-        yield view
+        with view:
+            yield view
         return
+    if view is not None:
+        view.close()
     with open_memory(repo) as mem:
         yield mem
 

@@ -39,9 +39,9 @@ def branches(repo: Repo) -> list[BranchInfo]:
     """Every memory branch: events, fork point, whether its git branch exists."""
     from gitmem.index.view import IndexView
 
-    with reader(repo) as source:  # the index counts each chain's events
+    with reader(repo) as source, open_memory(repo) as mem:
+        # the index counts each chain's events; the store would read them all
         sizes = source.chain_size if isinstance(source, IndexView) else None
-    with open_memory(repo) as mem:
         return list_branches(mem, sizes)
 
 

@@ -13,7 +13,7 @@ Standard library only at import time: numpy is imported inside functions so
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -43,6 +43,17 @@ class Embedder(Protocol):
         """Embed ``texts``: float32, shape ``(len(texts), dim)``, each row of
         unit L2 norm (a row with nothing to embed stays all zeros). Batches
         internally, so any number of texts may be passed."""
+        ...
+
+
+@runtime_checkable
+class Preloading(Protocol):
+    """An embedder that can load its model before the first :meth:`~Embedder.embed`
+    (the static provider verifies and loads its weights): a reader holding a
+    query embedder loads it up front instead of inside the first query."""
+
+    def load(self) -> None:
+        """Load the model now (idempotent); raises what ``embed`` would."""
         ...
 
 

@@ -4,14 +4,28 @@
 docstrings for every kernel), more than a whole query over a warm index; the
 kernels themselves are reachable by name for ~6 ms. Every command that reads
 the index pays this once per process.
+
+pyarrow has no type annotations (mypy sees its classes as ``Any``); the
+aliases below still say what each kernel takes and returns.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow._compute as _c
+
+Column: TypeAlias = "pa.Array | pa.ChunkedArray"
+"""A column or a mask: one array, or the chunks of a table's column."""
+Datum: TypeAlias = "pa.Array | pa.ChunkedArray | pa.Scalar | pa.Table | pa.RecordBatch"
+"""Anything a kernel takes or returns."""
 
 
-def _call(name: str, args: list[Any], options: Any = None) -> Any:
+def call(name: str, args: Sequence[object], options: _c.FunctionOptions | None = None) -> Datum:
+    """The kernel ``name`` applied to ``args`` (plain values become scalars)."""
     import pyarrow as pa
     import pyarrow._compute as _c
 
@@ -20,7 +34,7 @@ def _call(name: str, args: list[Any], options: Any = None) -> Any:
     return _c.call_function(name, values, options)
 
 
-def is_in(values: Any, value_set: Any) -> Any:
+def is_in(values: Column, value_set: Column | Iterable[str]) -> Column:
     """True where ``values`` is in ``value_set`` (null where ``values`` is null)."""
     import pyarrow as pa
     import pyarrow._compute as _c
@@ -29,49 +43,49 @@ def is_in(values: Any, value_set: Any) -> Any:
         value_set = pa.array(list(value_set), pa.string())
     if isinstance(value_set, pa.ChunkedArray):
         value_set = value_set.combine_chunks()
-    return _call("is_in", [values], _c.SetLookupOptions(value_set))
+    return call("is_in", [values], _c.SetLookupOptions(value_set))
 
 
-def equal(values: Any, scalar: Any) -> Any:
-    return _call("equal", [values, scalar])
+def equal(values: Column, scalar: object) -> Column:
+    return call("equal", [values, scalar])
 
 
-def not_equal(values: Any, scalar: Any) -> Any:
-    return _call("not_equal", [values, scalar])
+def not_equal(values: Column, scalar: object) -> Column:
+    return call("not_equal", [values, scalar])
 
 
-def greater_equal(values: Any, scalar: Any) -> Any:
-    return _call("greater_equal", [values, scalar])
+def greater_equal(values: Column, scalar: object) -> Column:
+    return call("greater_equal", [values, scalar])
 
 
-def less(values: Any, scalar: Any) -> Any:
-    return _call("less", [values, scalar])
+def less(values: Column, scalar: object) -> Column:
+    return call("less", [values, scalar])
 
 
-def and_(a: Any, b: Any) -> Any:
-    return _call("and", [a, b])
+def and_(a: Column, b: Column) -> Column:
+    return call("and", [a, b])
 
 
-def or_(a: Any, b: Any) -> Any:
-    return _call("or", [a, b])
+def or_(a: Column, b: Column) -> Column:
+    return call("or", [a, b])
 
 
-def invert(mask: Any) -> Any:
-    return _call("invert", [mask])
+def invert(mask: Column) -> Column:
+    return call("invert", [mask])
 
 
-def false_if_null(mask: Any) -> Any:
+def false_if_null(mask: Column) -> Column:
     import pyarrow as pa
 
-    return _call("coalesce", [mask, pa.scalar(False)])
+    return call("coalesce", [mask, pa.scalar(False)])
 
 
-def filter(table: Any, mask: Any) -> Any:
+def filter(table: Datum, mask: Column) -> Datum:
     """The rows of ``table`` where ``mask`` is true (Table.filter imports pyarrow.compute)."""
-    return _call("filter", [table, mask])
+    return call("filter", [table, mask])
 
 
-def all_true(length: int) -> Any:
+def all_true(length: int) -> pa.Array:
     import pyarrow as pa
 
     return pa.array([True] * length, pa.bool_()) if length else pa.array([], pa.bool_())

@@ -12,13 +12,19 @@ without vectors, and the next refresh retries them.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gitmem.errors import GitmemError, IndexDamagedError
 from gitmem.index.vectors import VECTORS_FILE, Vectors, rebuild
 
 if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    from gitmem.embed.base import Embedder
+    from gitmem.embed.cache import EmbeddingCache
     from gitmem.index.refresh import Manifest, Progress, RefreshReport, RefreshState
+    from gitmem.index.table import EventRow, TextRow
     from gitmem.memory.api import Memory
 
 EMBED_DIR = "embeddings"
@@ -37,7 +43,7 @@ def _cache_directory(root: Path, model_id: str) -> Path:
     return directory
 
 
-def open_embedder(mem: Memory, root: Path) -> Any:
+def open_embedder(mem: Memory, root: Path) -> Embedder | None:
     """The configured embedder (None when vectors are disabled)."""
     from gitmem.embed import get_embedder
 
@@ -62,9 +68,7 @@ class VectorSync:
         self.progress = progress
         self.path = state.directory / VECTORS_FILE
 
-    def run(
-        self, new: list[dict[str, Any]], redacted: list[dict[str, Any]], *, enabled: bool
-    ) -> None:
+    def run(self, new: list[TextRow], redacted: list[EventRow], *, enabled: bool) -> None:
         self.manifest.embed_error = None
         try:
             embedder = open_embedder(self.mem, self.root) if enabled else None
@@ -119,7 +123,9 @@ class VectorSync:
         present = vectors.contains([k for k, _t in rows])
         return [row for row, ok in zip(rows, present, strict=True) if not ok]
 
-    def _embed(self, embedder: Any, cache: Any, texts: list[str]) -> Any:
+    def _embed(
+        self, embedder: Embedder, cache: EmbeddingCache, texts: list[str]
+    ) -> NDArray[np.float32]:
         import numpy as np
 
         before = len(cache)
@@ -133,7 +139,11 @@ class VectorSync:
         return np.concatenate(parts)
 
     def _add(
-        self, vectors: Vectors, embedder: Any, cache: Any, rows: list[tuple[int, str]]
+        self,
+        vectors: Vectors,
+        embedder: Embedder,
+        cache: EmbeddingCache,
+        rows: list[tuple[int, str]],
     ) -> None:
         if not rows:
             return
@@ -147,7 +157,7 @@ class VectorSync:
         vectors.save()
         self.report.vectors += len(rows)
 
-    def _rebuild(self, embedder: Any, cache: Any, dim: int, why: str) -> None:
+    def _rebuild(self, embedder: Embedder, cache: EmbeddingCache, dim: int, why: str) -> None:
         rows = [(k, t) for _i, k, t in self.state.text_rows()]
         matrix = self._embed(embedder, cache, [t for _k, t in rows])
         self.progress("vector index", 0, len(rows))

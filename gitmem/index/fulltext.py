@@ -22,10 +22,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gitmem.errors import IndexDamagedError
 from gitmem.index.rows import cjk_grams
+
+if TYPE_CHECKING:
+    import tantivy
 
 FULLTEXT_DIR = "fulltext"
 MAX_WORD = 40  # longer "words" are hashes, base64 or minified code: noise
@@ -44,16 +47,10 @@ class TextDoc:
     text: str
 
 
-def _tantivy() -> Any:
-    import tantivy
+def _analyzers() -> dict[str, tantivy.TextAnalyzer]:
+    import tantivy as t
 
-    return tantivy
-
-
-def _analyzers() -> dict[str, Any]:
-    t = _tantivy()
-
-    def base() -> Any:
+    def base() -> tantivy.TextAnalyzerBuilder:
         return (
             t.TextAnalyzerBuilder(t.Tokenizer.simple())
             .filter(t.Filter.remove_long(MAX_WORD))
@@ -71,8 +68,9 @@ def _analyzers() -> dict[str, Any]:
     }
 
 
-def _schema() -> Any:
-    t = _tantivy()
+def _schema() -> tantivy.Schema:
+    import tantivy as t
+
     builder = t.SchemaBuilder()
     builder.add_text_field("id", stored=True, tokenizer_name="raw", index_option="basic")
     # The event's key64, a fast field: hits map to table rows without reading
@@ -90,26 +88,41 @@ class FullText:
     def __init__(self, directory: Path, *, create: bool = False) -> None:
         """Open the index in ``directory`` (IndexDamagedError when there is
         none or Tantivy cannot open it), or with ``create`` make a new one."""
-        t = _tantivy()
+        import tantivy as t
+
         self.directory = directory
         if create:
             directory.mkdir(parents=True, exist_ok=True)
-            self.index = t.Index(_schema(), path=str(directory), reuse=True)
+            index = t.Index(_schema(), path=str(directory), reuse=True)
         else:
             try:
                 if not t.Index.exists(str(directory)):
                     raise IndexDamagedError(f"no full-text index in {directory.name}")
-                self.index = t.Index(_schema(), path=str(directory), reuse=True)
+                index = t.Index(_schema(), path=str(directory), reuse=True)
             except (ValueError, OSError) as exc:  # Tantivy's errors are ValueErrors
                 raise IndexDamagedError(f"full-text index: {exc}") from None
         self.analyzers = _analyzers()
         for name, analyzer in self.analyzers.items():
-            self.index.register_tokenizer(name, analyzer)
+            index.register_tokenizer(name, analyzer)
+        self.index: tantivy.Index | None = index  # None once closed
+
+    def close(self) -> None:
+        """Drop the Tantivy index: its reader, searchers and memory-mapped
+        segments go with the last reference (tantivy has no explicit close)."""
+        self.index = None
+
+    @property
+    def _index(self) -> tantivy.Index:
+        if self.index is None:
+            raise ValueError("the full-text index was closed")  # a bug in the caller
+        return self.index
 
     def update(self, add: Iterable[TextDoc], delete: Iterable[str] = ()) -> int:
         """Add (or replace) and delete documents in one commit; returns the number added."""
-        t = _tantivy()
-        writer = self.index.writer(heap_size=_HEAP, num_threads=1)
+        import tantivy as t
+
+        index = self._index
+        writer = index.writer(heap_size=_HEAP, num_threads=1)
         added = 0
         try:
             for event_id in delete:
@@ -133,24 +146,27 @@ class FullText:
         except BaseException:
             writer.rollback()
             raise
-        self.index.reload()
+        index.reload()
         return added
 
     def count(self) -> int:
-        return int(self.index.searcher().num_docs)
+        """Documents in the index."""
+        return int(self._index.searcher().num_docs)
 
-    def _query(self, text: str, advanced: bool) -> Any:
-        t = _tantivy()
-        schema = self.index.schema
+    def _query(self, text: str, advanced: bool) -> tantivy.Query | None:
+        import tantivy as t
+
+        index = self._index
+        schema = index.schema
         if advanced:
-            query, _errors = self.index.parse_query_lenient(
+            query, _errors = index.parse_query_lenient(
                 text, ["text", "cjk"], fuzzy_fields={"words": (False, 1, True)}
             )
             return query
-        clauses: list[tuple[Any, Any]] = []
+        clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
         for term in sorted(set(self.analyzers["gm_stem"].analyze(text))):
             clauses.append((t.Occur.Should, t.Query.term_query(schema, "text", term)))
-        searcher = self.index.searcher()
+        searcher = index.searcher()
         for word in sorted(set(self.analyzers["gm_word"].analyze(text))):
             # Only words the index has never seen may be typos: fuzzy matches
             # score flat, and for a known word they would add noise, not recall.
@@ -172,7 +188,7 @@ class FullText:
 
     def search(self, text: str, limit: int, *, advanced: bool = False) -> list[tuple[str, float]]:
         """(event id, BM25 score) best first, ties by id; [] when nothing is searchable."""
-        searcher = self.index.searcher()
+        searcher = self._index.searcher()
         found = []
         for _key, score, addr in self._hits(searcher, text, limit, advanced):
             found.append((str(searcher.doc(addr)["id"][0]), score))
@@ -183,14 +199,14 @@ class FullText:
         self, text: str, limit: int, *, advanced: bool = False
     ) -> list[tuple[int, float]]:
         """(key64, BM25 score) best first, ties by key (the leading digits of the id)."""
-        searcher = self.index.searcher()
+        searcher = self._index.searcher()
         found = [(key, score) for key, score, _addr in self._hits(searcher, text, limit, advanced)]
         found.sort(key=lambda hit: (-hit[1], hit[0]))
         return found
 
     def _hits(
-        self, searcher: Any, text: str, limit: int, advanced: bool
-    ) -> list[tuple[int, float, Any]]:
+        self, searcher: tantivy.Searcher, text: str, limit: int, advanced: bool
+    ) -> list[tuple[int, float, tantivy.DocAddress]]:
         query = self._query(text, advanced)
         # Tantivy sizes its top-k heap by the limit and aborts the process
         # (SIGABRT) on absurd ones: never ask for more than there are documents.
@@ -215,7 +231,7 @@ class FullText:
         ]
 
 
-def _close_terms(searcher: Any, word: str, distance: int) -> list[str]:
+def _close_terms(searcher: tantivy.Searcher, word: str, distance: int) -> list[str]:
     """Indexed words within ``distance`` edits of ``word`` that share its first
     two letters: closest first, then the most frequent, then alphabetical."""
     found = []

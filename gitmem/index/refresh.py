@@ -34,9 +34,10 @@ import os
 import shutil
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +50,10 @@ from gitmem.records import layout
 from gitmem.storage.locate import RepoLocation
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from gitmem.index.compute import Column
+    from gitmem.index.fulltext import FullText, TextDoc
     from gitmem.memory.api import Memory
 
 # 2: full-text documents carry key64; 3: as a fast field; 4: line column;
@@ -91,7 +96,15 @@ class Manifest:
         return asdict(self)
 
 
-def _manifest_checksum(fields: dict[str, Any]) -> str:
+_MANIFEST_FIELDS = frozenset(f.name for f in dataclass_fields(Manifest))
+_MANIFEST_REQUIRED = frozenset(
+    f.name
+    for f in dataclass_fields(Manifest)
+    if f.default is MISSING and f.default_factory is MISSING
+)
+
+
+def _manifest_checksum(fields: Mapping[str, object]) -> str:
     """CRC-32 of a manifest's fields other than ``checksum``, as canonical JSON:
     a flipped bit in a tip or a count is caught like one in a table."""
     rest = {k: v for k, v in fields.items() if k != "checksum"}
@@ -99,7 +112,7 @@ def _manifest_checksum(fields: dict[str, Any]) -> str:
     return f"{zlib.crc32(text.encode()):08x}"
 
 
-def _plain_name(name: Any) -> bool:
+def _plain_name(name: object) -> bool:
     """A file or directory name inside the index, never a path out of it."""
     return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name
 
@@ -107,15 +120,19 @@ def _plain_name(name: Any) -> bool:
 def read_manifest(root: Path) -> Manifest | None:
     """The manifest, or None when missing, unreadable, damaged (its checksum
     differs) or of another version."""
+    # Only reading and parsing may fail here: an error from our own code
+    # must not pass for a missing manifest (that would rebuild the index).
     try:
         raw = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
-        if not isinstance(raw, dict) or raw.get("version") != INDEX_VERSION:
-            return None
-        if raw.get("checksum") != _manifest_checksum(raw):
-            return None
-        manifest = Manifest(**raw)
-    except (OSError, ValueError, TypeError):
+    except (OSError, ValueError):  # missing, unreadable, not UTF-8, not JSON
         return None
+    if not isinstance(raw, dict) or raw.get("version") != INDEX_VERSION:
+        return None
+    if raw.get("checksum") != _manifest_checksum(raw):
+        return None
+    if not _MANIFEST_REQUIRED <= raw.keys() <= _MANIFEST_FIELDS:
+        return None
+    manifest = Manifest(**raw)
     if not isinstance(manifest.files, dict) or not all(
         isinstance(v, str) for v in manifest.files.values()
     ):
@@ -188,10 +205,12 @@ def _read_written(directory: Path) -> dict[str, str]:
     none, or when the record itself is damaged)."""
     try:
         raw = json.loads((directory / WRITTEN).read_text(encoding="utf-8"))
-        files = raw["files"]
-        if raw.get("checksum") != _manifest_checksum(raw) or not isinstance(files, dict):
-            return {}
-    except (OSError, ValueError, TypeError, KeyError):
+    except (OSError, ValueError):  # missing, unreadable, not UTF-8, not JSON
+        return {}
+    if not isinstance(raw, dict) or raw.get("checksum") != _manifest_checksum(raw):
+        return {}
+    files = raw.get("files")
+    if not isinstance(files, dict):
         return {}
     return {str(k): str(v) for k, v in files.items()}
 
@@ -375,7 +394,7 @@ class _Builder:
     ) -> None:
         known_commits = state.member_commits()
         known_ids = state.ids()
-        members: list[dict[str, Any]] = []
+        members: list[tables.MemberRow] = []
         to_read: list[tuple[str, str]] = []  # (commit, ref)
         seen_commits: set[str] = set()
         for ref in sorted(tips):
@@ -393,7 +412,7 @@ class _Builder:
         tree = self.ledger.payload_tree(payloads) if payloads else None
         # Rows are made as each commit is read, never holding every envelope
         # at once (at 100,000 events the envelope dicts alone took ~250 MB).
-        new_rows = []
+        new_rows: list[tables.EventRow] = []
         for done, (commit, ref) in enumerate(to_read, 1):
             for envelope, event_ref, _commit in self._envelopes(commit, ref):
                 if envelope["id"] in known_ids:
@@ -403,7 +422,7 @@ class _Builder:
                 new_rows.append(_row(envelope, body, event_ref, commit))
             self.progress("reading memory commits", done, len(to_read))
         # Bodies that were missing may have arrived (a payload store merged by sync).
-        revived = []
+        revived: list[tables.EventRow] = []
         if payloads != manifest.payloads:
             for row in state.missing_rows():
                 envelope = json.loads(row["envelope"])
@@ -430,25 +449,25 @@ class _Builder:
         replaced = [*revived, *newly_redacted, *altered]
         state.update_tables(new_rows, replaced, members)
         # The table has its own copy now; what follows needs only the text.
-        new_rows = [_text_only(r) for r in new_rows]
-        revived = [_text_only(r) for r in revived]
+        new_texts = [_text_only(r) for r in new_rows]
+        revived_texts = [_text_only(r) for r in revived]
+        del new_rows, revived
         lost_text = [r for r in [*newly_redacted, *altered] if not r["was_missing"]]
+        texts = [r for r in [*new_texts, *revived_texts] if r["text"]]
         if lost_text or state.fulltext is None:
             if lost_text:
                 report.rebuilt.append("fulltext")
             manifest.fulltext = state.rebuild_fulltext(self.progress)
         else:
-            docs = [r for r in [*new_rows, *revived] if r["text"]]
-            state.fulltext.update(_docs(docs))
+            state.fulltext.update(_docs(texts))
             self._vouch(state, manifest)  # the full text changed in place
-        texts = [r for r in [*new_rows, *revived] if r["text"]]
         self._vectors(state, manifest, report, new_texts=texts, redacted=lost_text)
         self._vouch(state, manifest)
         self._commit(state, manifest, tips, payloads, report)
 
     def _altered(
         self, state: RefreshState, before: str | None, after: str | None, tree: str | None
-    ) -> list[dict[str, Any]]:
+    ) -> list[tables.EventRow]:
         """Rows whose payload bytes changed since the last refresh and no longer
         match their envelope, remade without a body (the old text kept aside
         in ``_old_text`` so the full text and vectors drop it)."""
@@ -459,13 +478,13 @@ class _Builder:
             changed = set(self.ledger.changed_payloads(old_tree, tree)) if old_tree else set()
         except GitmemError:  # the old snapshot was pruned: nothing to compare with
             return []
-        rows = []
+        rows: list[tables.EventRow] = []
         for row in state.unredacted_rows(changed):
             envelope = json.loads(row["envelope"])
             body, _ = self.ledger.checked_body(tree, envelope)
             if body is None and not row["missing"]:
                 fresh = _row(envelope, None, row["ref"], row["commit"])
-                fresh.update(_old_text=row["text"], was_missing=False)
+                fresh["_old_text"], fresh["was_missing"] = row["text"], False
                 rows.append(fresh)
         return rows
 
@@ -492,8 +511,8 @@ class _Builder:
         manifest: Manifest,
         report: RefreshReport,
         *,
-        new_texts: list[dict[str, Any]],
-        redacted: list[dict[str, Any]] | tuple[()] = (),
+        new_texts: list[tables.TextRow],
+        redacted: list[tables.EventRow] | tuple[()] = (),
     ) -> None:
         from gitmem.index.embedding import VectorSync
 
@@ -507,7 +526,7 @@ class _Builder:
         the next refresh knows these files are its own work, not damage."""
         names = generation_files(state.directory, manifest.fulltext)
         files = integrity.describe(state.directory, names)
-        record: dict[str, Any] = {"files": files}
+        record: dict[str, object] = {"files": files}
         record["checksum"] = _manifest_checksum(record)
         from gitmem.storage.files import write_atomic
 
@@ -544,7 +563,7 @@ class _Builder:
 
 def _row(
     envelope: dict[str, Any], body: dict[str, Any] | None, ref: str, commit: str
-) -> dict[str, Any]:
+) -> tables.EventRow:
     from gitmem.index.vectors import key64
 
     event_type = str(envelope.get("type", ""))
@@ -585,7 +604,7 @@ def _row(
     }
 
 
-def _text_or_none(value: Any) -> str | None:
+def _text_or_none(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
@@ -601,25 +620,17 @@ def _decision_line(
     return describe(Event(envelope, body, ref, commit, False), LINE_WIDTH)
 
 
-def _text_only(row: dict[str, Any]) -> dict[str, Any]:
+def _text_only(row: tables.EventRow) -> tables.TextRow:
     """What the full text and the vectors need of a row, after the table took it."""
     return {"id": row["id"], "key64": row["key64"], "text": row["text"]}
 
 
-def _blank(row: dict[str, Any]) -> None:
+def _blank(row: tables.EventRow) -> None:
     """Strip everything a redacted event's body said; its envelope stays."""
     row.setdefault("_old_text", row["text"])
-    row.update(
-        redacted=True,
-        missing=False,
-        text="",
-        line=None,
-        body=None,
-        paths=[],
-        tags=[],
-        key=None,
-        target=None,
-    )
+    row["redacted"], row["missing"], row["text"] = True, False, ""
+    row["line"] = row["body"] = row["key"] = row["target"] = None
+    row["paths"], row["tags"] = [], []
 
 
 def _verify_part(
@@ -659,7 +670,7 @@ def _remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-def _docs(rows: list[dict[str, Any]]) -> Iterator[Any]:
+def _docs(rows: list[tables.TextRow]) -> Iterator[TextDoc]:
     from gitmem.index.fulltext import TextDoc
 
     for row in rows:
@@ -669,7 +680,9 @@ def _docs(rows: list[dict[str, Any]]) -> Iterator[Any]:
 class RefreshState:
     """The files of one generation, loaded for updating."""
 
-    def __init__(self, directory: Path, events: Any, members: Any, fulltext: Any) -> None:
+    def __init__(
+        self, directory: Path, events: pa.Table, members: pa.Table, fulltext: FullText | None
+    ) -> None:
         self.directory = directory
         self.events = events
         self.members = members
@@ -739,13 +752,13 @@ class RefreshState:
         mask = pc.equal(self.members.column("ref"), ref)
         return set(pc.filter(self.members, mask).column("commit").to_pylist())
 
-    def _rows(self, mask: Any) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = pc.filter(self.events, mask).to_pylist()
+    def _rows(self, mask: Column) -> list[tables.EventRow]:
+        rows: list[tables.EventRow] = pc.filter(self.events, mask).to_pylist()
         for row in rows:
             row["was_missing"] = row["missing"]
         return rows
 
-    def missing_rows(self) -> list[dict[str, Any]]:
+    def missing_rows(self) -> list[tables.EventRow]:
         return self._rows(self.events.column("missing"))
 
     def redaction_targets(self) -> set[str]:
@@ -753,7 +766,7 @@ class RefreshState:
         rows = pc.filter(self.events, pc.equal(self.events.column("type"), "redaction"))
         return {t for t in rows.column("target").to_pylist() if t}
 
-    def unredacted_rows(self, ids: set[str]) -> list[dict[str, Any]]:
+    def unredacted_rows(self, ids: set[str]) -> list[tables.EventRow]:
         import pyarrow as pa
 
         if not ids:
@@ -773,9 +786,9 @@ class RefreshState:
     # writes
     def update_tables(
         self,
-        new_rows: list[dict[str, Any]],
-        replaced: list[dict[str, Any]],
-        members: list[dict[str, Any]],
+        new_rows: list[tables.EventRow],
+        replaced: list[tables.EventRow],
+        members: list[tables.MemberRow],
     ) -> None:
         import pyarrow as pa
 

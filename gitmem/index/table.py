@@ -15,23 +15,65 @@ place, and memory-mapped by readers (opening costs no copy).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from gitmem.errors import IndexDamagedError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 EVENTS_FILE = "events.arrow"
 MEMBERS_FILE = "members.arrow"
 
 
-def _pa() -> Any:
+class EventRow(TypedDict):
+    """One row of ``events.arrow`` (:func:`event_schema`) as a dict, plus two
+    keys of the refresh's own that :func:`from_rows` leaves out."""
+
+    id: str
+    key64: int
+    type: str
+    time: int
+    commit: str
+    ref: str
+    session: str | None
+    agent: str | None
+    user: str | None
+    capsule: str | None
+    key: str | None
+    target: str | None
+    paths: list[str]
+    tags: list[str]
+    redacted: bool
+    missing: bool
+    text: str
+    line: str | None
+    envelope: str
+    body: str | None
+    was_missing: NotRequired[bool]  # the body was missing when the row was read
+    _old_text: NotRequired[str]  # the text a redaction or a changed payload took away
+
+
+class MemberRow(TypedDict):
+    """One row of ``members.arrow``: a memory chain reaches a memory commit."""
+
+    ref: str
+    commit: str
+
+
+class TextRow(TypedDict):
+    """What the full text and the vectors need of a row."""
+
+    id: str
+    key64: int
+    text: str
+
+
+def event_schema() -> pa.Schema:
     import pyarrow as pa
 
-    return pa
-
-
-def event_schema() -> Any:
-    pa = _pa()
     nullable = [("session", True), ("agent", True), ("user", True), ("capsule", True)]
     return pa.schema(
         [
@@ -58,26 +100,29 @@ def event_schema() -> Any:
     )
 
 
-def member_schema() -> Any:
-    pa = _pa()
+def member_schema() -> pa.Schema:
+    import pyarrow as pa
+
     return pa.schema([("ref", pa.string()), ("commit", pa.string())])
 
 
-def from_rows(rows: list[dict[str, Any]], schema: Any) -> Any:
+def from_rows(rows: Sequence[Mapping[str, object]], schema: pa.Schema) -> pa.Table:
     """A table from row dicts (missing keys are null)."""
-    pa = _pa()
+    import pyarrow as pa
+
     columns = {name: [row.get(name) for row in rows] for name in schema.names}
     return pa.Table.from_pydict(columns, schema=schema)
 
 
-def sort_events(table: Any) -> Any:
+def sort_events(table: pa.Table) -> pa.Table:
     """Rows in the total order of events, the same on every clone."""
     return table.sort_by([("time", "ascending"), ("id", "ascending")])
 
 
-def write(path: Path, table: Any, *, fsync: bool = False) -> None:
+def write(path: Path, table: pa.Table, *, fsync: bool = False) -> None:
     """Write an IPC file atomically (temporary name, then rename)."""
-    pa = _pa()
+    import pyarrow as pa
+
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     try:
         with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
@@ -94,14 +139,20 @@ def write(path: Path, table: Any, *, fsync: bool = False) -> None:
             tmp.unlink()
 
 
-def read(path: Path, schema: Any) -> Any:
+def read(path: Path, schema: pa.Schema) -> pa.Table:
     """A memory-mapped table; IndexDamagedError when the file is not what we
     wrote. (Arrow checks the file's structure, not its data: callers check
     the file against the manifest's checksum first.)"""
-    pa = _pa()
+    import pyarrow as pa
+
     try:
         source = pa.memory_map(str(path), "r")
-        table = pa.ipc.open_file(source).read_all()
+        try:
+            table = pa.ipc.open_file(source).read_all()
+        finally:
+            # The table's buffers keep the mapping alive; the file handle is
+            # not needed, and without it dropping the table unmaps the file.
+            source.close()
     except (OSError, pa.ArrowInvalid) as exc:
         raise IndexDamagedError(f"{path.name}: {exc}") from None
     if not table.schema.equals(schema):

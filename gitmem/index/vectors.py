@@ -11,9 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gitmem.errors import IndexDamagedError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+    from usearch.index import Index
 
 VECTORS_FILE = "vectors.usearch"
 EXACT_LIMIT = 4096  # at most this many allowed keys: exact scoring beats a filtered ANN walk
@@ -24,7 +29,7 @@ def key64(event_id: str) -> int:
     return int(event_id[:16], 16)
 
 
-def _new(dim: int) -> Any:
+def _new(dim: int) -> Index:
     from usearch.index import Index
 
     return Index(ndim=dim, metric="cos", dtype="i8", connectivity=16, expansion_add=64)
@@ -49,6 +54,11 @@ class Vectors:
         else:
             self.index = _new(dim)
 
+    def close(self) -> None:
+        """Unmap the file (for an index opened with ``view``) and free the
+        memory; the object is unusable afterwards."""
+        self.index.reset()  # type: ignore[no-untyped-call]  # usearch leaves it unannotated
+
     def __len__(self) -> int:
         return len(self.index)
 
@@ -60,7 +70,7 @@ class Vectors:
         found = self.index.contains(np.asarray(keys, dtype=np.uint64))
         return [bool(x) for x in np.atleast_1d(found)]
 
-    def add(self, keys: Sequence[int], vectors: Any) -> None:
+    def add(self, keys: Sequence[int], vectors: NDArray[np.float32]) -> None:
         import numpy as np
 
         if len(keys):
@@ -75,7 +85,7 @@ class Vectors:
 
     def search(
         self,
-        query: Any,
+        query: NDArray[np.float32],
         limit: int,
         allowed: Sequence[int] | None = None,
     ) -> list[tuple[int, float]]:
@@ -110,7 +120,9 @@ class Vectors:
         # the same cosine (usearch's int8 distance differs by up to ~0.01).
         return self._exact(query, sorted(k for k, _d in pairs), limit)
 
-    def _exact(self, query: Any, keys: list[int], limit: int) -> list[tuple[int, float]]:
+    def _exact(
+        self, query: NDArray[np.float32], keys: list[int], limit: int
+    ) -> list[tuple[int, float]]:
         import numpy as np
 
         present = [k for k, ok in zip(keys, self.contains(keys), strict=True) if ok]
@@ -127,7 +139,7 @@ class Vectors:
         return pairs[:limit]
 
 
-def rebuild(path: Path, dim: int, keys: Sequence[int], vectors: Any) -> Vectors:
+def rebuild(path: Path, dim: int, keys: Sequence[int], vectors: NDArray[np.float32]) -> Vectors:
     """A fresh index of exactly these vectors (redaction, model switch, corruption)."""
     if path.exists():
         path.unlink()

@@ -1,11 +1,17 @@
 """Reading memory through the sidecar indexes.
 
 :class:`IndexView` answers the same questions as
-:class:`~gitmem.memory.api.Memory` (``events``, ``get``, ``branch``) from the
-memory-mapped Arrow tables, so a query over 100,000 events neither walks the
-commit graph nor imports libgit2. Opening one refreshes the indexes first when
-they are stale (new memory commits, events waiting in the capture spool,
-hook intents not yet applied).
+:class:`~gitmem.memory.api.Memory` (``events``, ``get``, ``branch``,
+``window``) from the memory-mapped Arrow tables, so a query over 100,000
+events neither walks the commit graph nor imports libgit2. Opening one
+refreshes the indexes first when they are stale (new memory commits, events
+waiting in the capture spool, hook intents not yet applied).
+
+A view holds its generation's files open (memory maps of the tables, the
+Tantivy and usearch indexes) until :meth:`IndexView.close`; a long-lived
+reader (the MCP server, the daemon) closes it, or uses it as a context
+manager, so a later refresh's files replace these without a process holding
+the old ones for hours.
 """
 
 from __future__ import annotations
@@ -13,59 +19,37 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
-import msgspec
-
-from gitmem.errors import AmbiguousIdError, IndexDamagedError, NotFoundError
+from gitmem.errors import AmbiguousIdError, IndexDamagedError, NotFoundError, UsageError
 from gitmem.index import compute as pc
 from gitmem.index import table as tables
-from gitmem.index.integrity import unchanged
-from gitmem.index.refresh import (
-    LOCK_TIMEOUT,
-    Manifest,
-    RefreshReport,
-    check_generation,
-    index_root,
-    is_fresh,
-    read_manifest,
-)
+from gitmem.index.decode import rows_to_events
+from gitmem.index.opening import DEFAULT_WAIT
+from gitmem.index.refresh import Manifest, RefreshReport, check_generation, index_root
 from gitmem.memory.event import Event
 from gitmem.memory.follow import TRUNK_TYPES, follow_mode, id_prefix
 from gitmem.memory.query import EventFilter
 from gitmem.records import layout
 from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg, CurrentBranch
-from gitmem.storage.gitconfig import Config, get_last, read_config
-from gitmem.storage.locate import RepoLocation, locate, memory_branch
+from gitmem.storage.gitconfig import Config, get_last
+from gitmem.storage.locate import RepoLocation, memory_branch
 
-_SCANS = 4  # key lookups answered by a linear scan before the keys are sorted once
-DEFAULT_WAIT = (
-    5.0  # seconds a reader waits for another process's build before reading the previous version
-)
+if TYPE_CHECKING:
+    import pyarrow as pa
 
-_NOT_LOADED: Any = object()  # the embedder before its first use
-
-
-def _pending_work(location: RepoLocation) -> bool:
-    """Events in the capture spool or hook intents not yet applied."""
-    from gitmem.branches.intents import has_pending
-    from gitmem.storage import spool
-
-    return bool(spool.pending(location.state_dir)) or has_pending(location.state_path)
+    from gitmem.embed.base import Embedder
+    from gitmem.index.compute import Column
+    from gitmem.index.fulltext import FullText
+    from gitmem.index.keyrows import KeyRows
+    from gitmem.index.vectors import Vectors
+    from gitmem.memory.source import BranchKwargs
+    from gitmem.memory.window import BranchWindow
 
 
-_DECODE = msgspec.json.Decoder().decode
-
-
-def _decode(text: str) -> Any:
-    """A stored JSON document. msgspec reads these small documents about twice
-    as fast as ``json.loads`` (a context pack decodes thousands); anything it
-    refuses but the standard library accepts (say, an escaped lone surrogate
-    written by an older version) still decodes."""
-    try:
-        return _DECODE(text)
-    except msgspec.DecodeError:
-        return json.loads(text)
+def _closed() -> UsageError:
+    return UsageError("this index view is closed", "open a new one with IndexView.open")
 
 
 class IndexView:
@@ -89,21 +73,74 @@ class IndexView:
         self.report = report
         # Nothing is mapped before the files match the manifest: Arrow does not
         # check its data, and a flipped offset can drop rows or crash the process.
-        self._checked_files = check_generation(self.directory, manifest)
-        self.table = tables.read(self.directory / tables.EVENTS_FILE, tables.event_schema())
-        self.members = tables.read(self.directory / tables.MEMBERS_FILE, tables.member_schema())
-        if self.table.num_rows != manifest.events:
+        self.checked_files = check_generation(self.directory, manifest)
+        table = tables.read(self.directory / tables.EVENTS_FILE, tables.event_schema())
+        rows = table.num_rows
+        if rows != manifest.events:
+            del table  # the error's traceback must not keep the file mapped
             raise IndexDamagedError(
-                f"{tables.EVENTS_FILE} holds {self.table.num_rows} rows, the manifest says {manifest.events}"
+                f"{tables.EVENTS_FILE} holds {rows} rows, the manifest says {manifest.events}"
             )
-        self._fulltext: Any = None
-        self._vectors: Any = None
+        self._table: pa.Table | None = table
+        self._members: pa.Table | None = tables.read(
+            self.directory / tables.MEMBERS_FILE, tables.member_schema()
+        )
+        self._fulltext: FullText | None = None
+        self._vectors: Vectors | None = None
+        self._embedder: Embedder | None = None
+        self._embedder_loaded = False
         self._ids: dict[str, int] | None = None
-        self._embedder: Any = _NOT_LOADED
-        self._keys: Any = None  # the key64 column as one numpy array
-        self._key_sort: Any = None  # (sorted keys, their rows), once lookups are many
-        self._lookups = 0
+        self._keys: KeyRows | None = None
         self._links: list[tuple[int, str | None, str | None, str | None]] | None = None
+        self._closed = False
+
+    # lifetime ------------------------------------------------------------------------
+    def close(self) -> None:
+        """Release what the view holds: the memory-mapped tables, the
+        full-text and vector indexes, the embedder and every cache built from
+        them, so the generation's files can be replaced or removed (a mapped
+        file cannot be, on Windows). Idempotent; using the view afterwards
+        raises :class:`~gitmem.errors.UsageError`."""
+        if self._closed:
+            return
+        self._closed = True
+        fulltext, vectors = self._fulltext, self._vectors
+        self._table = self._members = None
+        self._fulltext = self._vectors = self._embedder = None
+        self._ids = self._keys = self._links = None
+        if fulltext is not None:
+            fulltext.close()
+        if vectors is not None:
+            vectors.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> IndexView:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def table(self) -> pa.Table:
+        """The events table, one row per event in (time, id) order (memory-mapped)."""
+        if self._table is None:
+            raise _closed()
+        return self._table
+
+    @property
+    def members(self) -> pa.Table:
+        """Which memory chain reaches which memory commit (memory-mapped)."""
+        if self._members is None:
+            raise _closed()
+        return self._members
 
     @classmethod
     def open(
@@ -114,83 +151,16 @@ class IndexView:
         wait: float = DEFAULT_WAIT,
         embed: bool = True,
     ) -> IndexView:
-        """Open the view of the repository at ``path``, refreshing stale indexes.
+        """Open the view of the repository at ``path``, refreshing stale indexes
+        and rebuilding damaged ones (see :mod:`gitmem.index.opening`).
 
         When another process is building, wait up to ``wait`` seconds, then
         read the previous version (``stale`` is then True). With no previous
         version at all, wait for the build.
         """
-        location = locate(path)
-        config = read_config(location)
-        root = index_root(location)
-        manifest = read_manifest(root)
-        report = None
-        stale = False
-        if refresh and (_pending_work(location) or not is_fresh(location, manifest, vectors=embed)):
-            from gitmem.index.refresh import try_refresh
-            from gitmem.memory.api import Memory
+        from gitmem.index.opening import open_view
 
-            with Memory(location, config) as mem:
-                report = try_refresh(
-                    mem, wait=wait if manifest is not None else LOCK_TIMEOUT, embed=embed
-                )
-            stale = report is None
-            manifest = read_manifest(root)
-        if manifest is None:
-            raise NotFoundError("there is no memory index yet", "build it with 'git edda index'")
-        try:
-            return cls._checked(location, config, manifest, stale, report, embed)
-        except IndexDamagedError as exc:
-            if not refresh:
-                raise NotFoundError(
-                    f"the memory index is damaged ({exc})",
-                    "rebuild it with 'git edda index --rebuild'",
-                ) from None
-            damage = exc
-        # Files that do not match the manifest are damaged, or were being
-        # replaced by a refresh in another process. A refresh under the builder
-        # lock (so after that one) checks them again and builds anew what is
-        # damaged; should this view still find damage, a full rebuild.
-        from gitmem.index.refresh import refresh as run_refresh
-        from gitmem.memory.api import Memory
-
-        for rebuild in (False, True):
-            with Memory(location, config) as mem:
-                report = run_refresh(mem, rebuild=rebuild, embed=embed)
-            manifest = read_manifest(root)
-            if manifest is None:
-                continue
-            try:
-                return cls._checked(location, config, manifest, False, report, embed)
-            except IndexDamagedError as exc:
-                damage = exc
-        raise NotFoundError(
-            f"the memory index could not be rebuilt ({damage})", "run 'git edda index --rebuild'"
-        )
-
-    @classmethod
-    def _checked(
-        cls,
-        location: RepoLocation,
-        config: Config,
-        manifest: Manifest,
-        stale: bool,
-        report: RefreshReport | None,
-        embed: bool,
-    ) -> IndexView:
-        """A view whose files match the manifest and whose tables, full text
-        and (when used) vectors all open; IndexDamagedError otherwise."""
-        view = cls(location, config, manifest, stale=stale, report=report)
-        view.fulltext.count()
-        if embed and manifest.model:
-            from gitmem.index.vectors import VECTORS_FILE
-
-            if VECTORS_FILE not in manifest.files:
-                raise IndexDamagedError(f"{VECTORS_FILE} is missing")
-            _ = view.vectors
-        # What was opened is what was checked: no refresh replaced a file meanwhile.
-        unchanged(view.directory, view._checked_files)
-        return view
+        return open_view(cls, path, refresh=refresh, wait=wait, embed=embed)
 
     # where ------------------------------------------------------------------------
     @property
@@ -203,7 +173,10 @@ class IndexView:
 
     # the pieces search needs, opened on first use ------------------------------------
     @property
-    def fulltext(self) -> Any:
+    def fulltext(self) -> FullText:
+        """The full-text index."""
+        if self._closed:
+            raise _closed()
         if self._fulltext is None:
             from gitmem.index.fulltext import FullText
 
@@ -211,8 +184,10 @@ class IndexView:
         return self._fulltext
 
     @property
-    def vectors(self) -> Any:
+    def vectors(self) -> Vectors | None:
         """The vector index (memory-mapped), or None when there is none."""
+        if self._closed:
+            raise _closed()
         if self._vectors is None and self.manifest.model and self.manifest.dim:
             from gitmem.index.vectors import VECTORS_FILE, Vectors
 
@@ -222,45 +197,24 @@ class IndexView:
         return self._vectors
 
     @property
-    def embedder(self) -> Any:
+    def embedder(self) -> Embedder | None:
         """The configured query embedder, loaded once per view (None: vectors disabled).
 
         Loaded in the calling thread: the tokenizer's load holds the GIL, so a
         background thread would only interleave with the query, not overlap it."""
-        if self._embedder is _NOT_LOADED:
+        if self._closed:
+            raise _closed()
+        if not self._embedder_loaded:
             from gitmem.embed import get_embedder
+            from gitmem.embed.base import Preloading
 
             embedder = get_embedder(self.config, stamp_dir=self.root)
-            load = getattr(embedder, "load", None)
-            if load is not None:
-                load()
-            self._embedder = embedder
+            if isinstance(embedder, Preloading):
+                embedder.load()
+            self._embedder, self._embedder_loaded = embedder, True
         return self._embedder
 
     # rows -> events ---------------------------------------------------------------------
-    def rows_to_events(self, rows: Any) -> list[Event]:
-        """Events from a (filtered) slice of the events table, in its order."""
-        columns = rows.select(["envelope", "body", "ref", "commit", "redacted"]).to_pydict()
-        out = []
-        for envelope, body, ref, commit, redacted in zip(
-            columns["envelope"],
-            columns["body"],
-            columns["ref"],
-            columns["commit"],
-            columns["redacted"],
-            strict=True,
-        ):
-            out.append(
-                Event(
-                    _decode(envelope),
-                    None if body is None else _decode(body),
-                    ref,
-                    commit,
-                    bool(redacted),
-                )
-            )
-        return out
-
     def events_at(self, rows: Sequence[int]) -> list[Event]:
         """Events at row positions (zero-copy slices: ``Table.take`` copies
         whole chunks and costs ~10 ms on a 100,000-row table)."""
@@ -268,44 +222,21 @@ class IndexView:
 
         if not rows:
             return []
-        return self.rows_to_events(pa.concat_tables([self.table.slice(r, 1) for r in rows]))
+        return rows_to_events(pa.concat_tables([self.table.slice(r, 1) for r in rows]))
 
     def values_at(self, column: str, rows: Sequence[int]) -> list[Any]:
-        """One column's values at row positions."""
+        """One column's values at row positions (as Python values of the column's type)."""
         values = self.table.column(column)
         return [values[r].as_py() for r in rows]
 
     def rows_for_keys(self, keys: Sequence[int]) -> list[int | None]:
         """Row positions of events by key64 (None for keys not in the table;
-        the first row when two events share a key)."""
-        import numpy as np
-
+        the first row when two events share a key); see :mod:`gitmem.index.keyrows`."""
         if self._keys is None:
-            column = self.table.column("key64")
-            self._keys = (
-                np.concatenate([c.to_numpy(zero_copy_only=False) for c in column.chunks])
-                if column.num_chunks
-                else np.zeros(0, dtype=np.uint64)
-            )
-        values = self._keys
-        if not len(keys) or not len(values):
-            return [None] * len(keys)
-        wanted = np.asarray(keys, dtype=np.uint64)
-        self._lookups += 1
-        if self._key_sort is None and self._lookups <= _SCANS:
-            # A cold query's few lookups: scanning (~1 ms at 100,000 rows)
-            # costs less than sorting the keys once (~10 ms).
-            first: dict[int, int] = {}
-            for row in np.flatnonzero(np.isin(values, wanted)).tolist():
-                first.setdefault(int(values[row]), row)
-            return [first.get(int(k)) for k in keys]
-        if self._key_sort is None:
-            order = np.argsort(values, kind="stable")
-            self._key_sort = (values[order], order)
-        ordered, order = self._key_sort
-        at = np.minimum(np.searchsorted(ordered, wanted), len(ordered) - 1)
-        found = ordered[at] == wanted
-        return [int(order[i]) if ok else None for i, ok in zip(at, found, strict=True)]
+            from gitmem.index.keyrows import KeyRows
+
+            self._keys = KeyRows(self.table.column("key64"))
+        return self._keys.rows(keys)
 
     def commit_links(self) -> list[tuple[int, str | None, str | None, str | None]]:
         """(time, session, capsule, sha) of every commit_link event, in order."""
@@ -321,13 +252,14 @@ class IndexView:
         return self._links
 
     def row_index(self) -> dict[str, int]:
+        """Event id -> row position."""
         if self._ids is None:
             self._ids = {eid: i for i, eid in enumerate(self.table.column("id").to_pylist())}
         return self._ids
 
     # selection ------------------------------------------------------------------------
-    def _commits(self, ref: str) -> Any:
-
+    def _commits(self, ref: str) -> Column:
+        """The memory commits a chain reaches."""
         return pc.filter(self.members, pc.equal(self.members.column("ref"), ref)).column("commit")
 
     def _own_ref(self, branch: str | None) -> str | None:
@@ -343,7 +275,7 @@ class IndexView:
             return layout.branch_ref(plan.source)
         return None
 
-    def pool_mask(self, branch: BranchArg = CURRENT_BRANCH, trunk: str | None = None) -> Any:
+    def pool_mask(self, branch: BranchArg = CURRENT_BRANCH, trunk: str | None = None) -> Column:
         """The rows a branch sees: its own chain, plus what it follows from the trunk."""
         import pyarrow as pa
 
@@ -375,7 +307,7 @@ class IndexView:
         branch: BranchArg = CURRENT_BRANCH,
         all_branches: bool = False,
         trunk: str | None = None,
-    ) -> Any:
+    ) -> Column:
         """A boolean mask over the events table: the columns a filter can be
         checked on (the rest, tags and paths globs, is checked per event)."""
         import pyarrow as pa
@@ -385,7 +317,7 @@ class IndexView:
         if where is None:
             return mask
 
-        def member(column: str, values: Sequence[str]) -> Any:
+        def member(column: str, values: Sequence[str]) -> Column:
             return pc.false_if_null(pc.is_in(t.column(column), value_set=pa.array(list(values))))
 
         if where.types:
@@ -424,8 +356,8 @@ class IndexView:
         if where is None or not (where.tags or where.paths):
             if limit:
                 rows = rows.slice(max(0, rows.num_rows - limit))
-            return self.rows_to_events(rows)
-        chosen = [e for e in self.rows_to_events(rows) if where.matches(e)]
+            return rows_to_events(rows)
+        chosen = [e for e in rows_to_events(rows) if where.matches(e)]
         return chosen[-limit:] if limit else chosen
 
     def get(self, event_id: str) -> Event:
@@ -442,9 +374,9 @@ class IndexView:
                 f"id prefix {event_id} matches {len(found)} events: {', '.join(f[:12] for f in found[:5])}",
                 "give more characters of the id",
             )
-        return self.rows_to_events(self.table.slice(ids[found[0]], 1))[0]
+        return rows_to_events(self.table.slice(ids[found[0]], 1))[0]
 
-    def counts(self, branch: str | None) -> dict[str, Any]:
+    def counts(self, branch: str | None) -> dict[str, int | None]:
         """The event counts of :meth:`Memory.status <gitmem.memory.api.Memory.status>`:
         events on ``branch``'s own chain, in all, redacted, memory refs, and the
         newest event's time."""
@@ -471,7 +403,7 @@ class IndexView:
         own = pc.false_if_null(pc.is_in(commit, value_set=self._commits(ref)))
         return int(pc.filter(commit, own).length())
 
-    def window(self, branch_kwargs: dict[str, Any]) -> Any:
+    def window(self, branch_kwargs: BranchKwargs) -> BranchWindow:
         """A branch's events fetched by need, for context packs and ``ask``
         (an :class:`~gitmem.index.window.IndexWindow`; ``branch_kwargs`` as for
         :meth:`events`)."""

@@ -18,8 +18,8 @@ at an invisible event of the branch. For ``capsule_close`` rows the index's
 ``target`` column holds the closed capsule, not a ``target`` body field, so
 those few rows are checked on their decoded bodies instead.
 
-Kernels are called through :mod:`gitmem.index.compute` (and
-``pyarrow._compute`` by name for the few it does not wrap), never
+Kernels are called through :mod:`gitmem.index.compute` (by name with
+:func:`~gitmem.index.compute.call` for the few it does not wrap), never
 ``pyarrow.compute``.
 """
 
@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gitmem.index import compute as pc
+from gitmem.index.decode import EVENT_COLUMNS, rows_to_events
 from gitmem.memory.describe import iso_date
 from gitmem.memory.event import Event
 from gitmem.memory.query import paths_overlap
@@ -43,38 +44,32 @@ from gitmem.memory.window import (
 )
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow._compute as _c
+
+    from gitmem.index.compute import Column
     from gitmem.index.view import IndexView
+    from gitmem.memory.source import BranchKwargs
 
 __all__ = ["IndexWindow", "window"]
 
 DAY_US = 86_400_000_000
 DAY_CODE = 1 << 40  # session codes from here on are UTC days (see _session_keys)
-_EVENT_COLUMNS = ("envelope", "body", "ref", "commit", "redacted")  # what rows_to_events reads
 
 
-def window(view: IndexView, branch_kwargs: dict[str, Any]) -> BranchWindow:
+def window(view: IndexView, branch_kwargs: BranchKwargs) -> BranchWindow:
     """The window of one branch (``branch_kwargs`` as for ``view.events``)."""
     return IndexWindow(view, branch_kwargs)
 
 
-def _kernel(name: str, args: list[Any], options: Any = None) -> Any:
-    """An Arrow kernel by name (for those :mod:`gitmem.index.compute` does not wrap)."""
-    import pyarrow as pa
-    import pyarrow._compute as _c
-
-    arrow = (pa.Array, pa.ChunkedArray, pa.Scalar, pa.Table, pa.RecordBatch)
-    values = [a if isinstance(a, arrow) else pa.scalar(a) for a in args]
-    return _c.call_function(name, values, options)
-
-
-def _strings(values: Iterable[str]) -> Any:
+def _strings(values: Iterable[str]) -> pa.Array:
     """A sorted, distinct string array (a value set for ``is_in``)."""
     import pyarrow as pa
 
     return pa.array(sorted(set(values)), pa.string())
 
 
-def _contiguous(values: Any) -> Any:
+def _contiguous(values: Column) -> pa.Array:
     """A ChunkedArray as one Array (kernels' outputs then line up row for row)."""
     import pyarrow as pa
 
@@ -86,48 +81,52 @@ def _contiguous(values: Any) -> Any:
 class IndexWindow:
     """Selective reads of one branch through the index (see the module docstring)."""
 
-    def __init__(self, view: IndexView, branch_kwargs: dict[str, Any]) -> None:
+    def __init__(self, view: IndexView, branch_kwargs: BranchKwargs) -> None:
         self.view = view
-        self.branch_kwargs = dict(branch_kwargs)
-        self.table = view.table
-        self._pool: Any = None
-        self._visible: Any = None
-        self._rownum: Any = None
+        self.branch_kwargs: BranchKwargs = {**branch_kwargs}
+        self._pool: pa.Array | None = None
+        self._visible: pa.Array | None = None
+        self._rownum: pa.Array | None = None
         self._hidden: frozenset[str] | None = None
-        self._types: tuple[Any, list[str]] | None = None
+        self._types: tuple[pa.Array, list[str]] | None = None
         self._cache: dict[tuple[str, ...], list[Event]] = {}
+
+    @property
+    def table(self) -> pa.Table:
+        """The view's events table (read through the view: a closed view refuses)."""
+        return self.view.table
 
     # masks -------------------------------------------------------------------------------
     @property
-    def pool(self) -> Any:
+    def pool(self) -> pa.Array:
         """The rows the branch sees."""
         if self._pool is None:
             self._pool = _contiguous(self.view.filter_mask(None, **self.branch_kwargs))
         return self._pool
 
     @property
-    def visible(self) -> Any:
+    def visible(self) -> pa.Array:
         """The branch's rows that are visible (not redacted, body present)."""
         if self._visible is None:
             t = self.table
             shown = pc.and_(
-                _kernel("is_valid", [t.column("body")]), pc.invert(t.column("redacted"))
+                pc.call("is_valid", [t.column("body")]), pc.invert(t.column("redacted"))
             )
             self._visible = _contiguous(pc.and_(self.pool, shown))
         return self._visible
 
     @property
-    def rownum(self) -> Any:
+    def rownum(self) -> pa.Array:
         """0, 1, … n-1 (row numbers, to take full rows after filtering light columns)."""
         if self._rownum is None:
             self._rownum = _numbers(self.table.num_rows)
         return self._rownum
 
-    def _of(self, mask: Any) -> Any:
+    def _of(self, mask: Column) -> Column:
         """``mask`` restricted to the branch's rows."""
         return pc.and_(self.pool, mask)
 
-    def _type_is(self, types: Sequence[str]) -> Any:
+    def _type_is(self, types: Sequence[str]) -> Column:
         """Rows of these types (any branch).
 
         The type column is dictionary-encoded once per window: a mask is then
@@ -135,22 +134,22 @@ class IndexWindow:
         import pyarrow as pa
 
         if self._types is None:
-            encoded = _kernel("dictionary_encode", [_contiguous(self.table.column("type"))])
+            encoded = pc.call("dictionary_encode", [_contiguous(self.table.column("type"))])
             self._types = (encoded.indices, encoded.dictionary.to_pylist())
         indices, names = self._types
         wanted = set(types)
         codes = pa.array([i for i, name in enumerate(names) if name in wanted], pa.int32())
         return pc.false_if_null(pc.is_in(indices, codes))
 
-    def _rows(self, mask: Any, *, last: int | None = None) -> list[Event]:
+    def _rows(self, mask: Column, *, last: int | None = None) -> list[Event]:
         """Events of the rows where ``mask`` is true (the newest ``last`` of them).
 
         Filtering with a mask works chunk by chunk; ``take`` on the chunked
         table would first concatenate every chunk of the JSON columns (~13 ms)."""
-        rows = pc.filter(self.table.select(list(_EVENT_COLUMNS)), mask)
+        rows = pc.filter(self.table.select(list(EVENT_COLUMNS)), mask)
         if last is not None:
             rows = rows.slice(max(0, rows.num_rows - last))
-        return self.view.rows_to_events(rows) if rows.num_rows else []
+        return rows_to_events(rows) if rows.num_rows else []
 
     def _take_rows(self, rows: Iterable[int]) -> list[Event]:
         """Events of these row numbers, in table order."""
@@ -183,7 +182,7 @@ class IndexWindow:
             return []
         return self._rows(self._of(pc.false_if_null(pc.is_in(self.table.column("id"), wanted))))
 
-    def _touching_rows(self, mask: Any, paths: Sequence[str]) -> list[int]:
+    def _touching_rows(self, mask: Column, paths: Sequence[str]) -> list[int]:
         """Row numbers, among those where ``mask`` is true, whose paths overlap ``paths``.
 
         The ``paths`` column is flattened, each distinct path is tested once
@@ -195,14 +194,14 @@ class IndexWindow:
         lists = _contiguous(pc.filter(self.table.column("paths"), mask))
         if len(lists) == 0:
             return []
-        flat = _kernel("list_flatten", [lists])
-        distinct = _kernel("unique", [flat]).to_pylist()
+        flat = pc.call("list_flatten", [lists])
+        distinct = pc.call("unique", [flat]).to_pylist()
         matching = [p for p in distinct if p is not None and paths_overlap([p], paths)]
         if not matching:
             return []
-        parents = _kernel("list_parent_indices", [lists])
+        parents = pc.call("list_parent_indices", [lists])
         hit = pc.filter(parents, pc.false_if_null(pc.is_in(flat, _strings(matching))))
-        rows: list[int] = _kernel("take", [numbers, _kernel("unique", [hit])]).to_pylist()
+        rows: list[int] = pc.call("take", [numbers, pc.call("unique", [hit])]).to_pylist()
         return rows
 
     def touching(self, types: Sequence[str], paths: Sequence[str]) -> list[Event]:
@@ -241,7 +240,7 @@ class IndexWindow:
             named = _falses(len(bodies))
             for session in session_set.to_pylist():
                 needle = '"session": ' + json.dumps(session, ensure_ascii=False)
-                found = _kernel("match_substring", [bodies], _match_options(needle))
+                found = pc.call("match_substring", [bodies], _match_options(needle))
                 named = pc.or_(named, pc.false_if_null(found))
             rows.update(pc.filter(pc.filter(self.rownum, links), named).to_pylist())
         rows.update(self._touching_rows(rest, sorted(set(paths))))
@@ -260,28 +259,28 @@ class IndexWindow:
         t = self.table
         mask = pc.and_(self.visible, self._type_is(("decision", "ratify")))
 
-        def column(name: str) -> list[Any]:
-            values: list[Any] = pc.filter(t.column(name), mask).to_pylist()
+        def column(name: str) -> list[object]:
+            values: list[object] = pc.filter(t.column(name), mask).to_pylist()
             return values
 
         def text(name: str) -> tuple[str, ...]:
-            return tuple(v or "" for v in column(name))
+            return tuple(str(v or "") for v in column(name))
 
         return DecisionLedger(
             text("id"),
             text("type"),
             text("key"),
             text("target"),
-            tuple(column("time")),
-            tuple(column("agent")),
-            tuple(tuple(p or ()) for p in column("paths")),
+            tuple(pc.filter(t.column("time"), mask).to_pylist()),
+            tuple(v if isinstance(v, str) else None for v in column("agent")),
+            tuple(tuple(p or ()) for p in pc.filter(t.column("paths"), mask).to_pylist()),
             text("line"),
         )
 
     def capsule_counts(self) -> dict[str, int]:
         """Events per capsule id (every event of the branch, visible or not)."""
         capsules = pc.filter(self.table.column("capsule"), self.pool)
-        counted = _kernel("value_counts", [capsules])
+        counted = pc.call("value_counts", [capsules])
         values = counted.field(0).to_pylist()
         counts = counted.field(1).to_pylist()
         return {v: int(c) for v, c in zip(values, counts, strict=True) if v}
@@ -291,7 +290,7 @@ class IndexWindow:
         return self.view.events(**self.branch_kwargs)
 
     # sessions ----------------------------------------------------------------------------
-    def _showable(self) -> Any:
+    def _showable(self) -> Column:
         """Visible rows that the context pack may show (see the module docstring)."""
         t = self.table
         mask = pc.and_(self.visible, pc.invert(self._type_is(("redaction",))))
@@ -307,7 +306,7 @@ class IndexWindow:
             closes = pc.and_(mask, self._type_is(("capsule_close",)))
             bodies = pc.filter(t.column("body"), closes)
             targeted = pc.false_if_null(
-                _kernel("match_substring", [bodies], _match_options('"target": '))
+                pc.call("match_substring", [bodies], _match_options('"target": '))
             )
             rows = pc.filter(pc.filter(self.rownum, closes), targeted).to_pylist()
             dropped = [e.id for e in self._take_rows(rows) if _points_at(e.field("target"), hidden)]
@@ -317,7 +316,7 @@ class IndexWindow:
                 )
         return mask
 
-    def _session_keys(self, mask: Any) -> tuple[Any, Any, Any, list[str]]:
+    def _session_keys(self, mask: Column) -> tuple[pa.Array, pa.Array, pa.Array, list[str]]:
         """Row numbers, times and session codes of the rows where ``mask`` is
         true, and the key each code below :data:`DAY_CODE` stands for.
 
@@ -329,7 +328,7 @@ class IndexWindow:
         t = self.table
         numbers = _contiguous(pc.filter(self.rownum, mask))
         times = _contiguous(pc.filter(t.column("time"), mask))
-        sessions = _kernel("dictionary_encode", [_contiguous(pc.filter(t.column("session"), mask))])
+        sessions = pc.call("dictionary_encode", [_contiguous(pc.filter(t.column("session"), mask))])
         names: list[str] = []
         code: dict[str, int] = {}
 
@@ -342,7 +341,7 @@ class IndexWindow:
         scoped_codes = [
             None if not s else number("s:" + s) for s in sessions.dictionary.to_pylist()
         ]
-        keys = [_kernel("take", [pa.array(scoped_codes, pa.int64()), sessions.indices])]
+        keys = [pc.call("take", [pa.array(scoped_codes, pa.int64()), sessions.indices])]
         mapping = capsule_sessions(self.of_types(["capsule_open"]))
         if mapping:
             opens = pa.array(list(mapping), pa.string())
@@ -350,10 +349,10 @@ class IndexWindow:
             for name in ("capsule", "id"):
                 column = _contiguous(pc.filter(t.column(name), mask))
                 keys.append(
-                    _kernel("take", [codes, _kernel("index_in", [column], _set_options(opens))])
+                    pc.call("take", [codes, pc.call("index_in", [column], _set_options(opens))])
                 )
-        keys.append(_kernel("add", [_kernel("divide", [times, DAY_US]), DAY_CODE]))
-        return numbers, times, _kernel("coalesce", keys), names
+        keys.append(pc.call("add", [pc.call("divide", [times, DAY_US]), DAY_CODE]))
+        return numbers, times, pc.call("coalesce", keys), names
 
     def sessions(self, recent: int, session: str | None, tail: int) -> SessionWindow:
         """The ``recent`` sessions of latest activity plus ``session`` when it
@@ -366,14 +365,14 @@ class IndexWindow:
         n = len(keys)
         if n == 0:
             return SessionWindow((), None)
-        counted = _kernel("value_counts", [keys])
+        counted = pc.call("value_counts", [keys])
         codes = counted.field(0)
         counts: list[int] = counted.field(1).to_pylist()
-        firsts = _kernel("index_in", [codes], _set_options(keys))
-        backwards = _kernel("take", [keys, _kernel("subtract", [n - 1, _numbers(n)])])
-        lasts = _kernel("subtract", [n - 1, _kernel("index_in", [codes], _set_options(backwards))])
-        first_times: list[int] = _kernel("take", [times, firsts]).to_pylist()
-        last_times: list[int] = _kernel("take", [times, lasts]).to_pylist()
+        firsts = pc.call("index_in", [codes], _set_options(keys))
+        backwards = pc.call("take", [keys, pc.call("subtract", [n - 1, _numbers(n)])])
+        lasts = pc.call("subtract", [n - 1, pc.call("index_in", [codes], _set_options(backwards))])
+        first_times: list[int] = pc.call("take", [times, firsts]).to_pylist()
+        last_times: list[int] = pc.call("take", [times, lasts]).to_pylist()
         last_rows: list[int] = lasts.to_pylist()
         code_list: list[int] = codes.to_pylist()
         order = sorted(range(len(code_list)), key=lambda i: last_rows[i])
@@ -413,7 +412,7 @@ class IndexWindow:
         return SessionWindow(recent_stats, older)
 
     def _tails(
-        self, numbers: Any, keys: Any, chosen: list[int], tail: int
+        self, numbers: pa.Array, keys: pa.Array, chosen: list[int], tail: int
     ) -> dict[int, list[Event]]:
         """The newest ``tail`` (at least one) rows of each chosen session, as events."""
         import pyarrow as pa
@@ -436,39 +435,33 @@ class IndexWindow:
         return {key: [by_row[r] for r in reversed(rows)] for key, rows in picked.items()}
 
 
-def _numbers(n: int) -> Any:
+def _numbers(n: int) -> pa.Array:
     """0, 1, … n-1 as an int64 array."""
     import pyarrow as pa
 
     if n == 0:
         return pa.array([], pa.int64())
     ones = pa.repeat(pa.scalar(1, pa.int64()), n)
-    return _kernel("subtract", [_kernel("cumulative_sum", [ones]), 1])
+    return pc.call("subtract", [pc.call("cumulative_sum", [ones]), 1])
 
 
-def _falses(n: int) -> Any:
+def _falses(n: int) -> Column:
     """A mask of ``n`` false values."""
     return pc.invert(pc.all_true(n))
 
 
-def _points_at(target: Any, hidden: frozenset[str]) -> bool:
+def _points_at(target: object, hidden: frozenset[str]) -> bool:
     """Whether a ``target`` body field names one of ``hidden`` (``summary:`` prefix allowed)."""
     return isinstance(target, str) and target.removeprefix("summary:") in hidden
 
 
-def _set_options(values: Any) -> Any:
+def _set_options(values: Column) -> _c.SetLookupOptions:
     import pyarrow._compute as _c
 
     return _c.SetLookupOptions(_contiguous(values))
 
 
-def _cast_options(target: Any) -> Any:
-    import pyarrow._compute as _c
-
-    return _c.CastOptions(target)
-
-
-def _match_options(pattern: str) -> Any:
+def _match_options(pattern: str) -> _c.MatchSubstringOptions:
     import pyarrow._compute as _c
 
     return _c.MatchSubstringOptions(pattern)

@@ -39,6 +39,8 @@ from gitmem.storage.spoolflush import FlushResult
 if TYPE_CHECKING:
     from gitmem.branches.fork import StartPlan
     from gitmem.memory.report import Report
+    from gitmem.memory.source import BranchKwargs
+    from gitmem.memory.window import BranchWindow
 
 
 class Memory(Writers):
@@ -287,6 +289,14 @@ class Memory(Writers):
                 "give more characters of the id",
             )
         return self._events[found[0]]
+
+    def window(self, branch_kwargs: BranchKwargs) -> BranchWindow:
+        """One branch's events for context packs and ``ask`` (``branch_kwargs``
+        as for :meth:`events`): read whole, then selected in a
+        :class:`~gitmem.memory.listwindow.ListWindow`."""
+        from gitmem.memory.listwindow import ListWindow
+
+        return ListWindow(self.events(**branch_kwargs))
 
     def decisions(self, *, include_superseded: bool = False, **kw: Any) -> list[DecisionState]:
         states = decision_states(self.events(EventFilter(types=["decision", "ratify"]), **kw))

@@ -7,13 +7,13 @@ the index), so the same answer comes back either way.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Unpack
 
 from gitmem.errors import AmbiguousIdError, NotFoundError, UsageError
 from gitmem.memory.decisions import active_decision
 from gitmem.memory.event import Event
 from gitmem.memory.query import EventFilter
-from gitmem.memory.source import EventSource
+from gitmem.memory.source import BranchKwargs, EventSource
 
 
 @dataclass(frozen=True)
@@ -43,20 +43,14 @@ class PinInfo:
     target_event: Event | None  # None for summary pins
 
 
-def capsules_in(source: EventSource, **kw: Any) -> list[CapsuleInfo]:
+def capsules_in(source: EventSource, **kw: Unpack[BranchKwargs]) -> list[CapsuleInfo]:
     """The capsules of ``source`` (a :class:`Memory` or an index view), in
-    event order; ``kw`` as for ``source.events``. Through the index only the
-    capsule events are decoded, and the events per capsule are counted in Arrow."""
-    opener = getattr(source, "window", None)
-    if opener is None:
-        events = source.events(**kw)
-        counts: dict[str, int] = {}
-        for event in events:
-            if event.capsule:
-                counts[event.capsule] = counts.get(event.capsule, 0) + 1
-    else:
-        events = source.events(EventFilter(types=["capsule_open", "capsule_close"]), **kw)
-        counts = opener(kw).capsule_counts()
+    event order; ``kw`` as for ``source.events``. Read through the source's
+    window: through the index only the capsule events are decoded, and the
+    events per capsule are counted in Arrow."""
+    window = source.window(kw)
+    events = window.of_types(["capsule_open", "capsule_close"])
+    counts = window.capsule_counts()
     closes: dict[str, Event] = {}
     for event in events:
         if event.type == "capsule_close" and event.body is not None:
@@ -81,7 +75,7 @@ def capsules_in(source: EventSource, **kw: Any) -> list[CapsuleInfo]:
     return out
 
 
-def pins_in_force(source: EventSource, *, now: int, **kw: Any) -> list[PinInfo]:
+def pins_in_force(source: EventSource, *, now: int, **kw: Unpack[BranchKwargs]) -> list[PinInfo]:
     """Pins in force at ``now`` (µs) on the current branch of ``source`` (a
     :class:`Memory` or an index view): not unpinned, not expired, target not redacted."""
     active: dict[str, Event] = {}

@@ -1,4 +1,4 @@
-"""An optional read capability: a branch's events fetched by need, not all at once.
+"""A read capability of every source: a branch's events fetched by need, not all at once.
 
 Context packs and ``ask`` need only some of a branch's events: the events of
 a few types (pins, capsules), the decisions shown, the newest checkpoint, the
@@ -6,10 +6,11 @@ learnings about the files in play, the tail of the recent sessions, events
 related to a few decisions, plus a few counts. Decision states come from a
 :class:`DecisionLedger` (ids, keys and ratify targets as light columns), so
 only the decisions shown are decoded (:class:`DecisionBook`).
-A source that can select those cheaply (the index:
-:meth:`gitmem.index.view.IndexView.window`) offers ``source.window(branch_kwargs)``
-returning a :class:`BranchWindow`; a source without it (``Memory``) is read
-whole, as before. Both give the same answers.
+Every :class:`~gitmem.memory.source.EventSource` offers
+``source.window(branch_kwargs)`` returning a :class:`BranchWindow`: the index
+selects from Arrow columns (:class:`gitmem.index.window.IndexWindow`), the
+store and plain lists read a list
+(:class:`gitmem.memory.listwindow.ListWindow`). Both give the same answers.
 
 **Sessions** (for the context pack's history) are keyed as
 :func:`session_key` says: an event's scope session (``s:<name>``), else the
@@ -40,6 +41,7 @@ __all__ = [
     "SessionStats",
     "SessionWindow",
     "capsule_sessions",
+    "scope_session",
     "session_key",
 ]
 
@@ -282,12 +284,19 @@ class DecisionBook:
         return sorted((s for s in states if s is not None), key=lambda s: s.event.order_key)
 
 
+def scope_session(event: Event) -> str | None:
+    """The event's scope session as the index's ``session`` column holds it
+    (a non-empty string, else None: older memory may hold other values)."""
+    scoped = event.scope.get("session")
+    return scoped if isinstance(scoped, str) and scoped else None
+
+
 def capsule_sessions(events: Iterable[Event]) -> dict[str, str]:
     """Capsule id -> session key, from the capsule opens among ``events``."""
     found: dict[str, str] = {}
     for event in events:
         if event.type == "capsule_open":
-            scoped = event.scope.get("session")
+            scoped = scope_session(event)
             if scoped:
                 found[event.id] = "s:" + scoped
             elif event.field("kind") == "session":
@@ -297,7 +306,7 @@ def capsule_sessions(events: Iterable[Event]) -> dict[str, str]:
 
 def session_key(event: Event, capsules: dict[str, str]) -> str:
     """The session key of ``event`` given :func:`capsule_sessions` (see the module docstring)."""
-    scoped = event.scope.get("session")
+    scoped = scope_session(event)
     if scoped:
         return "s:" + scoped
     if event.capsule and event.capsule in capsules:

@@ -79,14 +79,14 @@ def test_library_search_bounds_the_limit_it_hands_to_tantivy(repo: Path) -> None
     from gitmem.index.view import IndexView
     from gitmem.retrieval.search import MAX_LIMIT, search
 
-    view = IndexView.open(repo, embed=False)
-    with pytest.raises(UsageError, match="between 1 and"):
-        search(view, "note", limit=10**12, mode="lexical")
-    with pytest.raises(UsageError, match="candidate count"):
-        search(view, "note", limit=5, candidates=10**12, mode="lexical")
-    # the largest accepted limit reaches Tantivy clamped to the documents it has
-    hits = search(view, "note", limit=MAX_LIMIT, mode="lexical").hits
-    assert len(hits) == 3
+    with IndexView.open(repo, embed=False) as view:
+        with pytest.raises(UsageError, match="between 1 and"):
+            search(view, "note", limit=10**12, mode="lexical")
+        with pytest.raises(UsageError, match="candidate count"):
+            search(view, "note", limit=5, candidates=10**12, mode="lexical")
+        # the largest accepted limit reaches Tantivy clamped to the documents it has
+        hits = search(view, "note", limit=MAX_LIMIT, mode="lexical").hits
+        assert len(hits) == 3
 
 
 def test_search_limit_that_aborted_tantivy_in_a_real_process(repo: Path) -> None:

@@ -31,8 +31,9 @@ from conftest import git, init_repo, isolated_environment, run_cli
 
 from gitmem.capture.sealer import Draft
 from gitmem.errors import IndexDamagedError
+from gitmem.index import refresh as index_refresh
 from gitmem.index import table as tables
-from gitmem.index.fulltext import analyze
+from gitmem.index.fulltext import FullText, analyze
 from gitmem.index.refresh import check_generation, index_root, read_manifest, refresh
 from gitmem.index.vectors import VECTORS_FILE
 from gitmem.index.view import IndexView
@@ -355,6 +356,52 @@ def test_a_bug_is_not_mistaken_for_damage(
     assert _index(repo)[1] == gen  # no rebuild happened
 
 
+def test_a_bug_in_a_refresh_is_not_mistaken_for_damage(
+    template: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refresh rebuilds only on IndexDamagedError: the same failure as any
+    other error (a ValueError from a reader) reaches the caller."""
+    repo = _copy(template, tmp_path)
+    _root, gen, _manifest = _index(repo)
+
+    def failing(error: Exception) -> Callable[[FullText], int]:
+        def count(self: FullText) -> int:
+            raise error
+
+        return count
+
+    monkeypatch.setattr(FullText, "count", failing(ValueError("a bug, not damage")))
+    with Memory.open(repo) as mem:
+        with pytest.raises(ValueError, match="a bug"):
+            refresh(mem)
+        assert _index(repo)[1] == gen  # no rebuild happened
+        # the control: damage, reported as such, is rebuilt
+        monkeypatch.setattr(FullText, "count", failing(IndexDamagedError("a flipped bit")))
+        report = refresh(mem)
+    assert report.mode == "full" and "a flipped bit" in report.reason
+    assert _index(repo)[1] != gen
+
+
+def test_a_bug_reading_the_manifest_is_not_taken_for_a_missing_one(
+    template: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No manifest means "build the index"; an error in our own code reading
+    it must not mean that (it would rebuild the index on every query)."""
+    repo = _copy(template, tmp_path)
+    root, gen, _manifest = _index(repo)
+
+    def broken(fields: dict[str, Any]) -> str:
+        raise TypeError("a bug, not damage")
+
+    monkeypatch.setattr(index_refresh, "_manifest_checksum", broken)
+    with pytest.raises(TypeError, match="a bug"):
+        read_manifest(root)
+    with pytest.raises(TypeError, match="a bug"):
+        IndexView.open(repo)
+    monkeypatch.undo()
+    assert _index(repo)[1] == gen  # no rebuild happened
+
+
 def test_a_file_instead_of_the_embedding_cache_when_memory_moved(
     template: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -415,10 +462,10 @@ def test_a_refresh_in_progress_is_not_taken_for_damage(
             stdin.flush()
 
         threading.Timer(1.0, resume).start()
-        view = IndexView.open(repo, wait=0.1)
-        assert view.report is not None and view.report.mode == "none", view.report
-        assert view.manifest.generation == gen.name  # the same generation: no rebuild
-        assert extra.id in [e.id for e in view.events()]
+        with IndexView.open(repo, wait=0.1) as view:
+            assert view.report is not None and view.report.mode == "none", view.report
+            assert view.manifest.generation == gen.name  # the same generation: no rebuild
+            assert extra.id in [e.id for e in view.events()]
     finally:
         builder.stdin.close()
         assert builder.wait(timeout=60) == 0

@@ -1,0 +1,96 @@
+"""An index view's lifetime: what it holds open, and that closing lets go of it.
+
+A long-lived reader (the MCP server, the daemon) holds an ``IndexView`` for
+hours while refreshes write new generations. ``close()`` (or leaving a
+``with`` block) must release the memory-mapped tables, the Tantivy and
+usearch indexes and the open files, so the generation can be removed or
+replaced; a closed view refuses to answer instead of reading freed memory.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import git, init_repo
+
+from gitmem.errors import UsageError
+from gitmem.index.view import IndexView
+from gitmem.memory.api import Memory
+from gitmem.retrieval.search import search
+
+LINUX = Path("/proc/self/maps").exists()
+
+
+def held(directory: Path) -> set[str]:
+    """Files under ``directory`` this process maps or has open (Linux's /proc)."""
+    root = str(directory)
+    found = {line.split()[-1] for line in Path("/proc/self/maps").read_text().splitlines()}
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found.add(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:  # closed meanwhile
+            continue
+    return {path for path in found if path.startswith(root)}
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    repo = init_repo(tmp_path / "repo")
+    git(repo, "config", "edda.fsync", "false")
+    with Memory.open(repo) as mem:
+        for i in range(30):
+            mem.note(f"heron {i} nests in the marsh", session=f"s{i % 3}")
+    return repo
+
+
+def test_close_releases_the_files_and_a_closed_view_refuses(store: Path) -> None:
+    view = IndexView.open(store)
+    # every part is open (tables, full text, vectors), and a caller kept two of them
+    parts = (view.fulltext, view.vectors)
+    assert parts[1] is not None
+    hits = search(view, "heron marsh", limit=5).hits
+    assert hits and view.window({}).sessions(1, None, 3).recent
+    generation = view.directory
+    if LINUX:
+        names = {Path(p).name for p in held(generation)}
+        assert {"events.arrow", "members.arrow", "vectors.usearch"} <= names
+    view.close()
+    assert view.closed
+    if LINUX:
+        assert held(generation) == set()
+    window = view.window  # a bound method: calling it must fail too
+    for use in (
+        view.events,
+        lambda: view.get(hits[0].event.id),
+        lambda: view.fulltext,
+        lambda: view.vectors,
+        lambda: window({}).everything(),
+        lambda: search(view, "heron"),
+    ):
+        with pytest.raises(UsageError, match="closed"):
+            use()
+    view.close()  # closing twice is harmless
+
+
+def test_after_close_the_generation_can_go_and_a_new_view_works(store: Path) -> None:
+    with IndexView.open(store) as view:
+        before = [e.id for e in view.events()]
+        generation = view.directory
+        search(view, "heron")
+    assert view.closed
+    shutil.rmtree(generation)  # what a refresh does to a generation no one reads
+    with Memory.open(store) as mem:
+        late = mem.note("an egret fishes at dawn")
+    with IndexView.open(store) as again:
+        assert again.directory != generation
+        assert [e.id for e in again.events()] == [*before, late.id]
+        assert next(h.event.id for h in search(again, "egret dawn").hits) == late.id
+
+
+def test_leaving_the_block_by_an_error_closes_the_view(store: Path) -> None:
+    with pytest.raises(KeyError), IndexView.open(store, embed=False) as view:
+        raise KeyError("boom")
+    assert view.closed
