@@ -109,3 +109,18 @@ def test_gitmem_capsule_overrides_and_a_malformed_one_is_ignored(tmp_path, monke
     last = logged(repo)[-1]
     assert last["body"]["text"] == "still recorded" and capsule_of(last) is None
     assert os.environ["GITMEM_CAPSULE"] == "not-an-id"
+
+
+def test_a_forgotten_open_capsule_leaves_the_context_pack(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    capsule = opened(repo, "session", "--intent", "the forgotten one")["id"]
+    edda(repo, "note", "work inside it")
+    pack = edda(repo, "context")
+    assert f"## Open capsule\n- [{capsule[:12]}] session capsule" in pack
+    git(repo, "config", "edda.capsuleIdle", "1")
+    time.sleep(1.5)
+    pack = edda(repo, "context")
+    assert "## Open capsule" not in pack  # idle: no longer shown as being worked on
+    assert "the forgotten one" in pack  # still in the history of recent sessions
+    edda(repo, "note", "back at it")  # new activity in the capsule brings it back
+    assert "## Open capsule" in edda(repo, "context")

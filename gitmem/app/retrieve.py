@@ -131,6 +131,7 @@ def context(
     open capsule, the current checkpoint, decisions, learnings about the
     files in play (``paths``, else those changed in the working tree), hits
     for ``query``, recent activity."""
+    from gitmem.app.record import idle_limit_us
     from gitmem.capture.active import read_active
     from gitmem.retrieval.context import build_context
 
@@ -145,6 +146,7 @@ def context(
             paths=list(paths) if paths is not None else files_in_play(view.location),
             active_capsule=active.get("capsule"),
             session=active.get("session"),
+            capsule_idle=idle_limit_us(view.config),
             **_branch(view, branch),
         )
 

@@ -105,13 +105,15 @@ def build_context(
     paths: Sequence[str] = (),
     active_capsule: str | None = None,
     session: str | None = None,
+    capsule_idle: int | None = None,
 ) -> ContextPack:
     """Build the context pack of ``branch`` (default: the current one) at ``now``.
 
     ``now`` is in microseconds since the epoch; it decides which pins have
     expired and stamps the title. ``paths`` are the files in play,
     ``active_capsule`` (an id or prefix) and ``session`` say what is being
-    worked on (an unknown ``active_capsule`` is ignored). Raises
+    worked on (an unknown ``active_capsule`` is ignored); an open capsule
+    with no event for ``capsule_idle`` µs was forgotten and is left out. Raises
     :class:`~gitmem.errors.UsageError` for a budget below 1.
     """
     if budget < 1:
@@ -132,7 +134,8 @@ def build_context(
             candidates[tier].append(Candidate(tier, priority, position, item, needs))
 
     add("pins", pin_items(source, memory, now, claimed))
-    capsule = focus_capsule(source, memory, active_capsule, session)
+    stale_before = None if capsule_idle is None else now - capsule_idle
+    capsule = focus_capsule(source, memory, active_capsule, session, stale_before=stale_before)
     if capsule is not None and capsule.id not in claimed:
         claimed.add(capsule.id)
         add("capsule", [capsule_item(capsule, memory)])

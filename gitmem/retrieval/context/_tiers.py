@@ -13,6 +13,7 @@ from gitmem.memory.describe import iso_date, iso_minute, one_line, paths_of, plu
 from gitmem.memory.event import Event
 from gitmem.memory.query import EventFilter, paths_overlap
 from gitmem.memory.source import EventSource
+from gitmem.records.names import EVENT_TYPES
 from gitmem.retrieval.context._branch import LEARNING_TYPES, BranchMemory
 from gitmem.retrieval.context._lines import TEXT_WIDTH, event_line, item_of, with_status
 from gitmem.retrieval.context.pack import PackItem
@@ -89,16 +90,32 @@ def _summary_pin(source: EventSource, memory: BranchMemory, capsule: Event) -> s
 
 
 def focus_capsule(
-    source: EventSource, memory: BranchMemory, active: str | None, session: str | None
+    source: EventSource,
+    memory: BranchMemory,
+    active: str | None,
+    session: str | None,
+    *,
+    stale_before: int | None = None,
 ) -> Event | None:
     """Tier 2: the capsule being worked on: ``active``, else the newest open
-    capsule, preferring one of ``session`` and a ``session`` capsule."""
+    capsule, preferring one of ``session`` and a ``session`` capsule. A
+    capsule in which nothing happened since ``stale_before`` (µs) was
+    forgotten, not worked on: it is left out."""
+
+    def current(capsule: Event) -> bool:
+        if stale_before is None or capsule.time >= stale_before:
+            return True
+        inside = memory.window.related(EVENT_TYPES, capsules=[capsule.id])
+        return any(e.capsule == capsule.id and e.time >= stale_before for e in inside)
+
     if active:
         event = _lookup(source, memory, active)
-        if event is not None and event.type == "capsule_open":
+        if event is not None and event.type == "capsule_open" and current(event):
             return event
     opens = [
-        e for e in memory.events if e.type == "capsule_open" and visible(e) and memory.is_open(e.id)
+        e
+        for e in memory.events
+        if e.type == "capsule_open" and visible(e) and memory.is_open(e.id) and current(e)
     ]
     if session:
         opens = [e for e in opens if e.scope.get("session") == session] or opens
