@@ -3,6 +3,10 @@
 One-line helpers:
 
 * ``make_repo(path, events=N, branches=M)``: a repository with N notes spread over M branches;
+* ``scratch_repo(path)``: an empty repository with fsync off, for tests where durability
+  is not under test; the ``store`` fixture is one in the test's temp dir;
+* ``make_remote(root)`` / ``clone(remote, dest)``: a bare remote with a code commit on
+  main, and a real ``git clone`` of it (fsync off);
 * ``cli(repo, *args)`` / ``run_cli``: run ``git edda`` in this process, returns (exit code, stdout, stderr);
 * ``cli_process(repo, *args)``: the same in a real subprocess (for tests about the process);
 * ``git(repo, *args)``: run the real git CLI, returns stdout;
@@ -26,6 +30,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+# As ``git edda`` does in its process (gitmem.cli.main.main): numpy's OpenBLAS
+# would otherwise keep a spinning thread per core after each call, taking CPU
+# from the other pytest worker on a 2-core machine. Set before numpy loads; it
+# is inherited by every subprocess a test starts.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 @contextmanager
@@ -93,6 +103,32 @@ def make_repo(path: Path, events: int = 0, branches: int = 1, *, bare: bool = Fa
             ]
             mem.append_many(drafts)
     return path
+
+
+def scratch_repo(path: Path) -> Path:
+    """An empty repository (one empty commit on main) with fsync off: for tests
+    where durability is not under test (the writes behave the same without it)."""
+    init_repo(path)
+    git(path, "config", "edda.fsync", "false")
+    return path
+
+
+def make_remote(root: Path, *, code_commits: int = 1) -> Path:
+    """A bare remote ``root/remote.git`` whose ``main`` holds ``code_commits`` commits."""
+    seed = init_repo(root / "seed")
+    for i in range(1, code_commits):
+        git(seed, "commit", "-q", "--allow-empty", "-m", f"code {i}")
+    bare = init_repo(root / "remote.git", bare=True)
+    git(seed, "push", "-q", str(bare), "main")
+    return bare
+
+
+def clone(remote: Path | str, dest: Path, *options: str) -> Path:
+    """``git clone [options] remote dest`` (a path or a URL), with fsync off for gitmem writes."""
+    url = remote.as_uri() if isinstance(remote, Path) else remote
+    git(dest.parent, "clone", "-q", *options, url, str(dest))
+    git(dest, "config", "edda.fsync", "false")
+    return dest
 
 
 def cli_process(repo: Path | str, *args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
@@ -213,4 +249,11 @@ def raw_id_counts(repo: Path) -> Counter[str]:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
+    """A repository with one empty commit on main and no memory."""
     return make_repo(tmp_path / "repo")
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    """An empty repository with fsync off (:func:`scratch_repo`), for a test to fill."""
+    return scratch_repo(tmp_path / "repo")
