@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -38,6 +39,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # from the other pytest worker on a 2-core machine. Set before numpy loads; it
 # is inherited by every subprocess a test starts.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+# Property tests check properties, not speed: no per-example deadline and no
+# health check that times data generation, both of which a loaded machine
+# fails. (A test's own @settings still overrides what it names.)
+settings.register_profile("gitmem", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("gitmem")
 
 
 @contextmanager
