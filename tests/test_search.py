@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import cli, git, make_repo, scratch_repo
+from conftest import cli, git, isolated_environment, make_repo, scratch_repo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -124,10 +124,13 @@ FINDS = [
 ]
 
 
-@pytest.fixture
-def corpus(tmp_path: Path) -> tuple[IndexView, list[Any]]:
-    repo, events = notes_repo(tmp_path / "repo", CORPUS)
-    return IndexView.open(repo), events
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[IndexView, list[Any]]:
+    """The index view of CORPUS, one note an hour (built once: tests only search it)."""
+    base = tmp_path_factory.mktemp("corpus")
+    with isolated_environment(base):
+        repo, events = notes_repo(base / "repo", CORPUS)
+        return IndexView.open(repo), events
 
 
 def test_queries_find_what_they_should(corpus: tuple[IndexView, list[Any]]) -> None:
