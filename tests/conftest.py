@@ -52,9 +52,16 @@ def isolated_environment(home: Path) -> Iterator[None]:
     """No user or system git config, a fixed identity, no GIT_*/GITMEM_* leaking in
     (also for module-scoped fixtures, which run outside ``isolated_git``)."""
     config = home / ".gitconfig"
+    # git's default template puts 13 sample hooks, a description and
+    # info/exclude in every repository it creates: half the files of a new
+    # repository, on a suite that creates thousands. An empty hooks directory
+    # keeps the layout gitmem installs its hooks into.
+    template = home / "git-template"
+    (template / "hooks").mkdir(parents=True)
     config.write_text(
         "[user]\n\tname = Test User\n\temail = test@example.com\n"
-        '[init]\n\tdefaultBranch = main\n[protocol "file"]\n\tallow = always\n'
+        f'[init]\n\tdefaultBranch = main\n\ttemplateDir = "{template}"\n'
+        '[protocol "file"]\n\tallow = always\n'
     )
     with pytest.MonkeyPatch.context() as monkeypatch:
         for name in list(os.environ):
