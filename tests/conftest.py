@@ -130,13 +130,11 @@ def scratch_repo(path: Path) -> Path:
 
 
 def pack_objects(repo: Path) -> Path:
-    """Pack the loose objects of ``repo`` and drop git's sample hooks: a copy of
-    it is then a few dozen files, not hundreds (a copy takes a quarter of the
-    time). Object ids, refs and gitmem's state are unchanged."""
+    """Pack the loose objects of ``repo``: a copy of it is then a few dozen
+    files, not hundreds (a copy takes a quarter of the time). Object ids, refs
+    and gitmem's state are unchanged."""
     git(repo, "repack", "-a", "-d", "-q")
     git(repo, "prune-packed")
-    for sample in (repo / ".git" / "hooks").glob("*.sample"):
-        sample.unlink()
     return repo
 
 
