@@ -3,6 +3,12 @@
 One-line helpers:
 
 * ``make_repo(path, events=N, branches=M)``: a repository with N notes spread over M branches;
+* ``scratch_repo(path)``: an empty repository with fsync off, for tests where durability
+  is not under test; the ``store`` fixture is one in the test's temp dir;
+* ``pack_objects(repo)``: a prepared repository made cheap to copy (``shutil.copytree``),
+  for module fixtures that build once and hand each test a copy;
+* ``make_remote(root)`` / ``clone(remote, dest)``: a bare remote with a code commit on
+  main, and a real ``git clone`` of it (fsync off);
 * ``cli(repo, *args)`` / ``run_cli``: run ``git edda`` in this process, returns (exit code, stdout, stderr);
 * ``cli_process(repo, *args)``: the same in a real subprocess (for tests about the process);
 * ``git(repo, *args)``: run the real git CLI, returns stdout;
@@ -23,9 +29,22 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+# As ``git edda`` does in its process (gitmem.cli.main.main): numpy's OpenBLAS
+# would otherwise keep a spinning thread per core after each call, taking CPU
+# from the other pytest worker on a 2-core machine. Set before numpy loads; it
+# is inherited by every subprocess a test starts.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+# Property tests check properties, not speed: no per-example deadline and no
+# health check that times data generation, both of which a loaded machine
+# fails. (A test's own @settings still overrides what it names.)
+settings.register_profile("gitmem", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("gitmem")
 
 
 @contextmanager
@@ -33,9 +52,16 @@ def isolated_environment(home: Path) -> Iterator[None]:
     """No user or system git config, a fixed identity, no GIT_*/GITMEM_* leaking in
     (also for module-scoped fixtures, which run outside ``isolated_git``)."""
     config = home / ".gitconfig"
+    # git's default template puts 13 sample hooks, a description and
+    # info/exclude in every repository it creates: half the files of a new
+    # repository, on a suite that creates thousands. An empty hooks directory
+    # keeps the layout gitmem installs its hooks into.
+    template = home / "git-template"
+    (template / "hooks").mkdir(parents=True)
     config.write_text(
         "[user]\n\tname = Test User\n\temail = test@example.com\n"
-        '[init]\n\tdefaultBranch = main\n[protocol "file"]\n\tallow = always\n'
+        f'[init]\n\tdefaultBranch = main\n\ttemplateDir = "{template}"\n'
+        '[protocol "file"]\n\tallow = always\n'
     )
     with pytest.MonkeyPatch.context() as monkeypatch:
         for name in list(os.environ):
@@ -93,6 +119,41 @@ def make_repo(path: Path, events: int = 0, branches: int = 1, *, bare: bool = Fa
             ]
             mem.append_many(drafts)
     return path
+
+
+def scratch_repo(path: Path) -> Path:
+    """An empty repository (one empty commit on main) with fsync off: for tests
+    where durability is not under test (the writes behave the same without it)."""
+    init_repo(path)
+    git(path, "config", "edda.fsync", "false")
+    return path
+
+
+def pack_objects(repo: Path) -> Path:
+    """Pack the loose objects of ``repo``: a copy of it is then a few dozen
+    files, not hundreds (a copy takes a quarter of the time). Object ids, refs
+    and gitmem's state are unchanged."""
+    git(repo, "repack", "-a", "-d", "-q")
+    git(repo, "prune-packed")
+    return repo
+
+
+def make_remote(root: Path, *, code_commits: int = 1) -> Path:
+    """A bare remote ``root/remote.git`` whose ``main`` holds ``code_commits`` commits."""
+    seed = init_repo(root / "seed")
+    for i in range(1, code_commits):
+        git(seed, "commit", "-q", "--allow-empty", "-m", f"code {i}")
+    bare = init_repo(root / "remote.git", bare=True)
+    git(seed, "push", "-q", str(bare), "main")
+    return bare
+
+
+def clone(remote: Path | str, dest: Path, *options: str) -> Path:
+    """``git clone [options] remote dest`` (a path or a URL), with fsync off for gitmem writes."""
+    url = remote.as_uri() if isinstance(remote, Path) else remote
+    git(dest.parent, "clone", "-q", *options, url, str(dest))
+    git(dest, "config", "edda.fsync", "false")
+    return dest
 
 
 def cli_process(repo: Path | str, *args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
@@ -213,4 +274,11 @@ def raw_id_counts(repo: Path) -> Counter[str]:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
+    """A repository with one empty commit on main and no memory."""
     return make_repo(tmp_path / "repo")
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    """An empty repository with fsync off (:func:`scratch_repo`), for a test to fill."""
+    return scratch_repo(tmp_path / "repo")

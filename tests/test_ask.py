@@ -6,23 +6,15 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-import pytest
-from conftest import git, init_repo
-
 from gitmem.memory.api import Memory
 from gitmem.memory.describe import short_id
 from gitmem.memory.event import Event
 from gitmem.retrieval.ask import AskResult, ask
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    repo = init_repo(tmp_path / "repo")
-    git(repo, "config", "edda.fsync", "false")
-    return repo
-
-
-def decisions_store(repo: Path) -> dict[str, Event]:
+def decision_history(repo: Path) -> dict[str, Event]:
+    """Decisions only: db.engine decided three times (mysql; sqlite, ratified;
+    postgres), api.style by a human, cache.policy by an agent. Returns them by name."""
     with Memory.open(repo) as mem:
         e: dict[str, Event] = {}
         e["db1"] = mem.decide("db.engine", "mysql", reason="familiar", session="s1")
@@ -45,7 +37,7 @@ def lines(result: AskResult) -> list[str]:
 
 
 def test_overview_lists_active_decisions_by_key(store: Path) -> None:
-    e = decisions_store(store)
+    e = decision_history(store)
     with Memory.open(store) as mem:
         result = ask(mem)
     assert result.mode == "overview"
@@ -61,7 +53,7 @@ def test_overview_lists_active_decisions_by_key(store: Path) -> None:
 
 
 def test_overview_with_superseded(store: Path) -> None:
-    e = decisions_store(store)
+    e = decision_history(store)
     with Memory.open(store) as mem:
         result = ask(mem, include_superseded=True)
     assert [d.id for d in result.decisions] == [
@@ -79,7 +71,7 @@ def test_overview_with_superseded(store: Path) -> None:
 
 
 def test_key_timeline_with_supersession_and_ratification(store: Path) -> None:
-    e = decisions_store(store)
+    e = decision_history(store)
     with Memory.open(store) as mem:
         result = ask(mem, "db.engine")
         loose = ask(mem, "DB.Engine")
@@ -110,7 +102,7 @@ def test_exact_key_wins_over_case_insensitive(store: Path) -> None:
 
 
 def test_free_text_ranking_and_all(store: Path) -> None:
-    e = decisions_store(store)
+    e = decision_history(store)
     with Memory.open(store) as mem:
         result = ask(mem, "engine concurrent")
         everything = ask(mem, "engine concurrent", include_superseded=True)
@@ -164,7 +156,7 @@ def test_free_text_related_events(store: Path) -> None:
 
 
 def test_free_text_uses_the_search_function(store: Path) -> None:
-    e = decisions_store(store)
+    e = decision_history(store)
     calls: list[tuple[str, int, tuple[str, ...]]] = []
 
     def search(query: str, limit: int, types: Sequence[str]) -> list[Event]:
@@ -190,7 +182,7 @@ def test_redacted_decisions_are_not_shown(store: Path) -> None:
 
 
 def test_ask_is_deterministic(store: Path) -> None:
-    decisions_store(store)
+    decision_history(store)
     outputs = []
     for _ in range(2):
         with Memory.open(store) as mem:

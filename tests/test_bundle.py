@@ -11,10 +11,10 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import cli, git, init_repo
+from conftest import cli, git, init_repo, scratch_repo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_records import BODIES, UNICODE_SAMPLES, scratch_repo
+from test_records import BODIES, UNICODE_SAMPLES
 
 from gitmem.errors import ConflictError, UsageError
 from gitmem.memory.api import Memory

@@ -38,7 +38,7 @@ def ok_json(repo: Path, *args: str) -> Any:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Path:
+def one_of_each(tmp_path: Path) -> Path:
     """A repository with a superseded decision, a checkpoint, a capsule, a
     pin, a commit link and a redacted note."""
     repo = init_repo(tmp_path / "repo")
@@ -63,28 +63,28 @@ def store(tmp_path: Path) -> Path:
 
 
 # 1. search marks superseded decisions ------------------------------------------------------
-def test_search_marks_a_superseded_decision_as_ask_and_context_do(store: Path) -> None:
-    with Memory.open(store) as mem:
+def test_search_marks_a_superseded_decision_as_ask_and_context_do(one_of_each: Path) -> None:
+    with Memory.open(one_of_each) as mem:
         states = {s.event.field("value"): s.event for s in mem.decisions(include_superseded=True)}
     old, new = states["sqlite"], states["postgres"]
     for scope in ((), ("--all-branches",)):
-        out = ok(store, "search", "db engine", *scope)
+        out = ok(one_of_each, "search", "db engine", *scope)
         rows = {line.split("]")[0].split("[")[1]: line for line in out.splitlines()}
         old_line, new_line = rows[old.id[:12]], rows[new.id[:12]]
         assert old_line.endswith(f"(superseded by [{new.id[:12]}])"), old_line
         assert "superseded" not in new_line
-        hits = {h["id"]: h for h in ok_json(store, "search", "db engine", *scope)["hits"]}
+        hits = {h["id"]: h for h in ok_json(one_of_each, "search", "db engine", *scope)["hits"]}
         assert hits[old.id]["superseded_by"] == new.id and hits[new.id]["superseded_by"] is None
     # the same words as ask --all and the context pack
-    assert f"superseded by [{new.id[:12]}]" in ok(store, "ask", "--all")
-    assert f"(superseded by [{new.id[:12]}]" in ok(store, "context", "--budget", "4000")
+    assert f"superseded by [{new.id[:12]}]" in ok(one_of_each, "ask", "--all")
+    assert f"(superseded by [{new.id[:12]}]" in ok(one_of_each, "context", "--budget", "4000")
 
 
 # 2. show renders values, not Python reprs ---------------------------------------------------
-def test_show_renders_lists_records_and_multiline_text(store: Path) -> None:
-    with Memory.open(store) as mem:
+def test_show_renders_lists_records_and_multiline_text(one_of_each: Path) -> None:
+    with Memory.open(one_of_each) as mem:
         (checkpoint,) = _of(mem, "checkpoint")
-    out = ok(store, "show", checkpoint.id[:8])
+    out = ok(one_of_each, "show", checkpoint.id[:8])
     assert "['" not in out and "{'" not in out and "': '" not in out, out
     lines = out.splitlines()
     assert lines[0] == f"event {checkpoint.id[:12]}"
@@ -101,18 +101,18 @@ def test_show_renders_lists_records_and_multiline_text(store: Path) -> None:
     assert lines[summary + 1] == " " * width + "line two"
 
 
-def test_show_prints_a_commit_links_branch_once(store: Path) -> None:
-    with Memory.open(store) as mem:
+def test_show_prints_a_commit_links_branch_once(one_of_each: Path) -> None:
+    with Memory.open(one_of_each) as mem:
         (link,) = _of(mem, "commit_link")
-    out = ok(store, "show", link.id)
+    out = ok(one_of_each, "show", link.id)
     assert [line for line in out.splitlines() if line.startswith("branch")] == [
         "branch:        main"
     ]
     assert re.search(r"^sha: +c0ffee", out, re.M) and "memory commit:" in out
     # a different branch in the body keeps its own, distinct label
-    with Memory.open(store) as mem:
+    with Memory.open(one_of_each) as mem:
         other = mem.link_commit("ab" * 20, branch="elsewhere")
-    out = ok(store, "show", other.id)
+    out = ok(one_of_each, "show", other.id)
     assert re.search(r"^branch \(body\): +elsewhere$", out, re.M), out
     assert len(re.findall(r"^branch", out, re.M)) == 2
 
@@ -124,30 +124,30 @@ def _of(mem: Memory, event_type: str) -> list[Any]:
 
 
 # 3. one id width -------------------------------------------------------------------------
-def test_human_output_shows_every_event_id_at_twelve_digits(store: Path, tmp_path: Path) -> None:
-    events = ok_json(store, "log", "--all-branches")["events"]
+def test_human_output_shows_every_event_id_at_twelve_digits(one_of_each: Path, tmp_path: Path) -> None:
+    events = ok_json(one_of_each, "log", "--all-branches")["events"]
     ids = {e["id"] for e in events}
     some = sorted(ids)
-    with Memory.open(store) as mem:
+    with Memory.open(one_of_each) as mem:
         capsule = _of(mem, "capsule_open")[0]
         checkpoint = _of(mem, "checkpoint")[0]
     bundle = tmp_path / "bundle.json"
-    ok(store, "export", "--output", str(bundle))
+    ok(one_of_each, "export", "--output", str(bundle))
     other = init_repo(tmp_path / "other")
     outputs = [
-        ok(store, "log"),
-        ok(store, "log", "--all-branches"),
-        *(ok(store, "show", i) for i in some),
-        ok(store, "search", "db engine note", "--explain"),
-        ok(store, "pins"),
-        ok(store, "capsule", "list"),
-        ok(store, "context", "--budget", "4000", "db"),
-        ok(store, "ask", "--all"),
-        ok(store, "ask", "db.engine"),
-        ok(store, "note", "more", "--capsule", capsule.id[:8]),
-        ok(store, "pin", checkpoint.id),
-        ok(store, "pins"),
-        ok(store, "import", str(bundle), "--dry-run"),
+        ok(one_of_each, "log"),
+        ok(one_of_each, "log", "--all-branches"),
+        *(ok(one_of_each, "show", i) for i in some),
+        ok(one_of_each, "search", "db engine note", "--explain"),
+        ok(one_of_each, "pins"),
+        ok(one_of_each, "capsule", "list"),
+        ok(one_of_each, "context", "--budget", "4000", "db"),
+        ok(one_of_each, "ask", "--all"),
+        ok(one_of_each, "ask", "db.engine"),
+        ok(one_of_each, "note", "more", "--capsule", capsule.id[:8]),
+        ok(one_of_each, "pin", checkpoint.id),
+        ok(one_of_each, "pins"),
+        ok(one_of_each, "import", str(bundle), "--dry-run"),
         ok(other, "import", str(bundle)),
     ]
     seen = 0
@@ -220,13 +220,13 @@ def test_no_command_offers_double_negatives_or_empty_flags() -> None:
     assert {"--no-redacted", "--no-embed", "--no-hooks", "--no-fetch", "--no-pager"} <= seen
 
 
-def test_the_negative_flags_keep_their_spelling(tmp_path: Path, store: Path) -> None:
-    everything = ok_json(store, "log")["events"]
-    kept = ok_json(store, "log", "--no-redacted")["events"]
+def test_the_negative_flags_keep_their_spelling(tmp_path: Path, one_of_each: Path) -> None:
+    everything = ok_json(one_of_each, "log")["events"]
+    kept = ok_json(one_of_each, "log", "--no-redacted")["events"]
     assert len(kept) == len(everything) - 1 and all(not e["redacted"] for e in kept)
-    code, _, err = run_cli(store, "log", "--no-no-redacted")
+    code, _, err = run_cli(one_of_each, "log", "--no-no-redacted")
     assert code == 2 and "--no-no-redacted" in err
-    assert ok_json(store, "index", "--rebuild", "--no-embed")["vectors"] == 0
+    assert ok_json(one_of_each, "index", "--rebuild", "--no-embed")["vectors"] == 0
     fresh = init_repo(tmp_path / "fresh")
     report = ok_json(fresh, "init", "--no-hooks", "--no-fetch")
     assert report["hooks"] is None and report["bootstrap"] is None
@@ -272,16 +272,16 @@ def test_log_lists_newest_first_like_git_log(tmp_path: Path) -> None:
 
 
 # 8. one JSON shape -----------------------------------------------------------------------------
-def test_every_commands_json_is_an_object(store: Path, tmp_path: Path) -> None:
+def test_every_commands_json_is_an_object(one_of_each: Path, tmp_path: Path) -> None:
     remote = init_repo(tmp_path / "remote.git", bare=True)
-    git(store, "remote", "add", "origin", str(remote))
-    git(store, "branch", "feat")
-    with Memory.open(store) as mem:
+    git(one_of_each, "remote", "add", "origin", str(remote))
+    git(one_of_each, "branch", "feat")
+    with Memory.open(one_of_each) as mem:
         mem.note("on feat", branch="feat")
         decision = mem.decisions()[0].event
         note = _of(mem, "note")[0]
     bundle = tmp_path / "bundle.json"
-    capsule = ok_json(store, "capsule", "open", "workflow", "--intent", "x")["id"]
+    capsule = ok_json(one_of_each, "capsule", "open", "workflow", "--intent", "x")["id"]
     runs: dict[tuple[str, ...], tuple[str, ...]] = {
         ("init",): ("init", "--no-hooks"),
         ("note",): ("note", "json"),
@@ -315,7 +315,7 @@ def test_every_commands_json_is_an_object(store: Path, tmp_path: Path) -> None:
         ("branches",): ("branches",),
         ("help",): ("help", "search"),
     }
-    ok(store, "export", "--output", str(bundle))
+    ok(one_of_each, "export", "--output", str(bundle))
     with_json = {
         words
         for words, sub in _commands()
@@ -323,9 +323,9 @@ def test_every_commands_json_is_an_object(store: Path, tmp_path: Path) -> None:
     }
     assert with_json <= set(runs), with_json - set(runs)  # a new command: add it above
     for words in sorted(with_json):
-        out = ok(store, *runs[words], "--json")
+        out = ok(one_of_each, *runs[words], "--json")
         assert isinstance(json.loads(out), dict), (words, out[:200])
-    code, out, _ = run_cli(store, "show", "abcdef12", "--json")
+    code, out, _ = run_cli(one_of_each, "show", "abcdef12", "--json")
     assert code == 3 and isinstance(json.loads(out), dict)
 
 
@@ -363,83 +363,83 @@ def pager(tmp_path: Path) -> tuple[str, Path]:
 
 
 def test_long_output_goes_through_the_pager_on_a_terminal(
-    store: Path, pager: tuple[str, Path]
+    one_of_each: Path, pager: tuple[str, Path]
 ) -> None:
     command, kept = pager
-    lines = ok(store, "log").splitlines()
-    code, shown = in_terminal(store, "log", env={"GIT_PAGER": command, "NO_COLOR": "1"})
+    lines = ok(one_of_each, "log").splitlines()
+    code, shown = in_terminal(one_of_each, "log", env={"GIT_PAGER": command, "NO_COLOR": "1"})
     assert code == 0 and lines[0] not in shown
     assert kept.read_text().splitlines() == lines
     kept.unlink()
     # core.pager when GIT_PAGER is not set; PAGER after it
-    git(store, "config", "core.pager", command)
-    code, shown = in_terminal(store, "show", lines[0][:12], env={"PAGER": "false", "NO_COLOR": "1"})
+    git(one_of_each, "config", "core.pager", command)
+    code, shown = in_terminal(one_of_each, "show", lines[0][:12], env={"PAGER": "false", "NO_COLOR": "1"})
     assert code == 0 and kept.read_text().startswith(f"event {lines[0][:12]}")
     kept.unlink()
     # --no-pager (-P), before or after the command, and --json: straight to the terminal
     for args in (("--no-pager", "log"), ("log", "-P"), ("log", "--json")):
-        code, shown = in_terminal(store, *args, env={"GIT_PAGER": command})
+        code, shown = in_terminal(one_of_each, *args, env={"GIT_PAGER": command})
         assert code == 0 and not kept.exists(), args
         assert lines[0][:12] in shown
     # an empty or cat pager is none; short reports are not paged
     for value in ("", "cat"):
-        code, shown = in_terminal(store, "log", env={"GIT_PAGER": value, "NO_COLOR": "1"})
+        code, shown = in_terminal(one_of_each, "log", env={"GIT_PAGER": value, "NO_COLOR": "1"})
         assert code == 0 and lines[0] in shown
-    code, shown = in_terminal(store, "status", env={"GIT_PAGER": command})
+    code, shown = in_terminal(one_of_each, "status", env={"GIT_PAGER": command})
     assert code == 0 and "repository:" in shown and not kept.exists()
 
 
-def test_no_pager_when_stdout_is_not_a_terminal(store: Path, pager: tuple[str, Path]) -> None:
+def test_no_pager_when_stdout_is_not_a_terminal(one_of_each: Path, pager: tuple[str, Path]) -> None:
     command, kept = pager
     env = dict(os.environ, GIT_PAGER=command)
     proc = subprocess.run(
-        [sys.executable, "-m", "gitmem.cli.main", "log", "-C", str(store)],
+        [sys.executable, "-m", "gitmem.cli.main", "log", "-C", str(one_of_each)],
         capture_output=True,
         env=env,
     )
     assert proc.returncode == 0 and proc.stdout and not kept.exists()
 
 
-def test_the_pager_sees_less_defaults_as_git_sets_them(store: Path, tmp_path: Path) -> None:
+def test_the_pager_sees_less_defaults_as_git_sets_them(one_of_each: Path, tmp_path: Path) -> None:
     kept = tmp_path / "env.txt"
     command = f"cat > /dev/null; echo \"$LESS|$LV\" > '{kept}'"
-    code, _ = in_terminal(store, "log", env={"GIT_PAGER": command})
+    code, _ = in_terminal(one_of_each, "log", env={"GIT_PAGER": command})
     assert code == 0 and kept.read_text().strip() == "FRX|-c"
     env = {"GIT_PAGER": command, "LESS": "-S"}
-    code, _ = in_terminal(store, "log", env=env)
+    code, _ = in_terminal(one_of_each, "log", env=env)
     assert code == 0 and kept.read_text().strip() == "-S|-c"
 
 
-def test_colour_follows_color_ui_and_no_color(store: Path) -> None:
+def test_colour_follows_color_ui_and_no_color(one_of_each: Path) -> None:
     # piped (not a terminal): auto gives none, always gives colour
-    assert ANSI not in ok(store, "log")
-    git(store, "config", "color.ui", "always")
-    coloured = ok(store, "log")
+    assert ANSI not in ok(one_of_each, "log")
+    git(one_of_each, "config", "color.ui", "always")
+    coloured = ok(one_of_each, "log")
     assert f"{ANSI}33m" in coloured  # ids in yellow, as git colours commit ids
-    assert f"{ANSI}1m# Memory context" in ok(store, "context")  # headings bold
-    assert ANSI not in ok(store, "log", "--json")
+    assert f"{ANSI}1m# Memory context" in ok(one_of_each, "context")  # headings bold
+    assert ANSI not in ok(one_of_each, "log", "--json")
     # color.edda wins over color.ui
-    git(store, "config", "color.edda", "never")
-    assert ANSI not in ok(store, "log")
-    git(store, "config", "--unset", "color.edda")
-    git(store, "config", "color.ui", "never")
-    code, shown = in_terminal(store, "log", "-P")
+    git(one_of_each, "config", "color.edda", "never")
+    assert ANSI not in ok(one_of_each, "log")
+    git(one_of_each, "config", "--unset", "color.edda")
+    git(one_of_each, "config", "color.ui", "never")
+    code, shown = in_terminal(one_of_each, "log", "-P")
     assert code == 0 and ANSI not in shown
     # auto on a terminal: colour, unless NO_COLOR or TERM=dumb
-    git(store, "config", "--unset", "color.ui")
-    code, shown = in_terminal(store, "log", "-P")
+    git(one_of_each, "config", "--unset", "color.ui")
+    code, shown = in_terminal(one_of_each, "log", "-P")
     assert code == 0 and f"{ANSI}33m" in shown
     for env in ({"NO_COLOR": "1"}, {"TERM": "dumb"}):
-        code, shown = in_terminal(store, "log", "-P", env=env)
+        code, shown = in_terminal(one_of_each, "log", "-P", env=env)
         assert code == 0 and ANSI not in shown, env
     # an explicit always still colours with NO_COLOR (https://no-color.org)
-    git(store, "config", "color.edda", "always")
-    code, shown = in_terminal(store, "log", "-P", env={"NO_COLOR": "1"})
+    git(one_of_each, "config", "color.edda", "always")
+    code, shown = in_terminal(one_of_each, "log", "-P", env={"NO_COLOR": "1"})
     assert code == 0 and f"{ANSI}33m" in shown
 
 
-def test_colour_does_not_change_the_text(store: Path) -> None:
-    plain = ok(store, "show", ok(store, "log").split()[0])
-    git(store, "config", "color.ui", "always")
-    coloured = ok(store, "show", plain.split()[1])
+def test_colour_does_not_change_the_text(one_of_each: Path) -> None:
+    plain = ok(one_of_each, "show", ok(one_of_each, "log").split()[0])
+    git(one_of_each, "config", "color.ui", "always")
+    coloured = ok(one_of_each, "show", plain.split()[1])
     assert re.sub(r"\x1b\[[0-9;]*m", "", coloured) == plain

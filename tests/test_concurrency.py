@@ -46,10 +46,15 @@ with Memory.open(repo) as mem:
 """
 )
 
+# Calls capture() as gitmem-capture's main does, in a loop: one process per
+# worker rather than per call, so the captures overlap the appends as densely
+# as possible (the capture process itself is under test in test_locks and
+# boundary/test_hostile_events).
 CAPTURE_WORKER = (
     BARRIER
     + r"""
-import json, subprocess
+import json
+from gitmem.capture.main import capture
 
 go, repo, tag, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 wait_for_go(go)
@@ -61,14 +66,7 @@ for i in range(count):
         ])
     else:
         payload = json.dumps({"type": "note", "body": {"text": f"{tag} {i}"}})
-    proc = subprocess.run(
-        [sys.executable, "-m", "gitmem.capture.main"],
-        input=payload, cwd=repo, capture_output=True, text=True,
-    )
-    if proc.returncode != 0:
-        print("FAILED", proc.returncode, proc.stderr.replace("\n", " "), flush=True)
-        sys.exit(1)
-    for event_id in proc.stdout.split():
+    for event_id in capture(payload, repo):
         print(event_id, flush=True)
 """
 )

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import git, init_repo
+from conftest import git, scratch_repo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -40,17 +40,6 @@ TITLES = {
     "hits": "## Related to the query",
     "history": "## Recent activity",
 }
-
-
-def scratch_repo(path: Path) -> Path:
-    init_repo(path)
-    git(path, "config", "edda.fsync", "false")
-    return path
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    return scratch_repo(tmp_path / "repo")
 
 
 def rich_store(repo: Path) -> dict[str, Event]:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import git, init_repo
+from conftest import git, scratch_repo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -38,17 +38,6 @@ DAY = 86_400_000_000
 HOUR = 3_600_000_000
 T0 = 1_709_251_200_000_000  # 2024-03-01T00:00Z
 CANARY = "okapi-canary-77c1"
-
-
-def scratch_repo(path: Path) -> Path:
-    init_repo(path)
-    git(path, "config", "edda.fsync", "false")
-    return path
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    return scratch_repo(tmp_path / "repo")
 
 
 def open_view(repo: Path) -> IndexView:
@@ -125,7 +114,7 @@ def shared_search(repo: Path) -> Any:
     return search
 
 
-def rich_store(repo: Path) -> dict[str, Event]:
+def rich_store_in_sessions(repo: Path) -> dict[str, Event]:
     """Something for every tier, every event in a scope session; returns the notable ones."""
     with Memory.open(repo) as mem:
         e: dict[str, Event] = {}
@@ -175,7 +164,7 @@ def rich_store(repo: Path) -> dict[str, Event]:
 
 
 def test_every_tier_matches_and_the_branch_is_not_read_whole(store: Path) -> None:
-    e = rich_store(store)
+    e = rich_store_in_sessions(store)
     with open_view(store) as view:
         reads = Reads(view)
         pack = same_pack(
@@ -198,7 +187,7 @@ def test_every_tier_matches_and_the_branch_is_not_read_whole(store: Path) -> Non
 
 
 def test_packs_match_without_a_search_function(store: Path) -> None:
-    rich_store(store)
+    rich_store_in_sessions(store)
     with open_view(store) as view:
         reads = Reads(view)
         for query in (None, "parser", "api style"):
@@ -208,7 +197,7 @@ def test_packs_match_without_a_search_function(store: Path) -> None:
 
 @pytest.mark.parametrize("budget", [30, 60, 120, 250, 400, 700, 1200, 5000])
 def test_budget_limits_match(store: Path, budget: int) -> None:
-    rich_store(store)
+    rich_store_in_sessions(store)
     now = wall_us()
     for session in (None, "now", "old2"):
         pack = same_pack(
@@ -406,7 +395,11 @@ def test_empty_store_and_branch_without_memory(store: Path) -> None:
 # ask -----------------------------------------------------------------------------------
 
 
-def decisions_store(repo: Path) -> dict[str, Event]:
+def decisions_with_related_work(repo: Path) -> dict[str, Event]:
+    """Decisions with what ask relates to them: db.engine three times (one in a
+    workflow capsule with a note, one ratified and followed by a commit link,
+    one followed by a checkpoint), api.style with notes on its paths,
+    cache.policy, and a decision redacted for leaking ``CANARY``."""
     with Memory.open(repo) as mem:
         e: dict[str, Event] = {}
         capsule = mem.open_capsule("workflow", "pick a database", session="s1")
@@ -436,7 +429,7 @@ def decisions_store(repo: Path) -> dict[str, Event]:
 
 
 def test_ask_matches_in_every_mode(store: Path) -> None:
-    decisions_store(store)
+    decisions_with_related_work(store)
     with open_view(store) as view:
         reads = Reads(view)
         search = shared_search(store)
@@ -457,7 +450,7 @@ def test_ask_matches_in_every_mode(store: Path) -> None:
 
 
 def test_ask_term_matching_without_search(store: Path) -> None:
-    decisions_store(store)
+    decisions_with_related_work(store)
     with open_view(store) as view:
         for query in ("engine", "postgres writers", "api"):
             same_answer(store, query, view)

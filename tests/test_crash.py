@@ -8,7 +8,11 @@ and finishes or undoes whatever the killed writer left behind).
 Two kinds of kill:
 
 * random: 50 writers (in-process appends, spool captures, flushes of a
-  pre-filled spool) killed after a seeded random delay;
+  pre-filled spool) killed at a seeded random point: a short delay after a
+  number of acknowledged events (none, for some flushes). What is checked is
+  correctness (nothing acknowledged is lost, nothing is committed twice, the
+  chain verifies), never how much a writer got done in a given time, which a
+  loaded machine changes;
 * exact: ``strace`` delivers SIGKILL on the n-th ``rename``/``unlink``/``link``
   system call of a flush or an append, for every n, so each step of a ref
   transaction and of the spool journal is hit deterministically.
@@ -148,10 +152,15 @@ def prefill(repo: Path, tag: str, files: int) -> dict[str, str]:
     return acked
 
 
-def run_and_kill(repo: Path, kind: str, tag: str, delay: float) -> tuple[list[str], str]:
-    """Start a writer, let it work ``delay`` s past its imports, SIGKILL it.
+def run_and_kill(
+    repo: Path, kind: str, tag: str, *, after_acks: int, delay: float
+) -> tuple[list[str], str]:
+    """Start a writer, wait until it acknowledged ``after_acks`` events, let it
+    work ``delay`` s more, SIGKILL it.
 
-    Returns the ids it acknowledged and its stderr."""
+    Waiting for acknowledgements rather than for a time makes the kill land
+    after the same amount of work however loaded the machine is. Returns the
+    ids it acknowledged and its stderr."""
     proc = subprocess.Popen(
         [sys.executable, "-c", WRITER, kind, str(repo), tag],
         stdout=subprocess.PIPE,
@@ -159,12 +168,26 @@ def run_and_kill(repo: Path, kind: str, tag: str, delay: float) -> tuple[list[st
         stdin=subprocess.DEVNULL,
     )
     assert proc.stdout is not None and proc.stderr is not None
+    stdout = proc.stdout
+    lines: list[bytes] = []
+    arrived = threading.Condition()
+
+    def read() -> None:
+        for line in stdout:
+            with arrived:
+                lines.append(line)
+                arrived.notify()
+        with arrived:  # end of output: the writer is gone
+            arrived.notify()
+
     try:
-        first = proc.stdout.readline()
+        first = stdout.readline()
         assert first == b"ready\n", (first, proc.stderr.read().decode()[-2000:])
-        lines: list[bytes] = []
-        reader = threading.Thread(target=lambda: lines.extend(proc.stdout))  # type: ignore[arg-type]
+        reader = threading.Thread(target=read)
         reader.start()
+        with arrived:
+            # A writer that acknowledges nothing for a minute is stuck, not slow.
+            arrived.wait_for(lambda: len(lines) >= after_acks or proc.poll() is not None, 60)
         time.sleep(delay)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
@@ -183,6 +206,7 @@ def run_and_kill(repo: Path, kind: str, tag: str, delay: float) -> tuple[list[st
         text = line.decode().strip()
         assert ID.match(text), line
         ids.append(text)
+    assert len(ids) >= after_acks, (kind, len(ids), after_acks, err[-2000:])
     return ids, err
 
 
@@ -195,21 +219,25 @@ def test_fifty_random_kills_lose_and_duplicate_nothing(tmp_path: Path) -> None:
     kinds = ("append", "capture", "flush")
     acknowledged: dict[str, str] = {}  # id -> text ("" when not tracked)
     acked_by_kind: Counter[str] = Counter()
-    productive_runs: Counter[str] = Counter()
     seen: Counter[str] = Counter()  # what the kills left behind, for the failure message
-    started = time.monotonic()
 
     for run in range(50):
         kind = kinds[run % 3]
         if kind == "flush":
+            # Killed in the flush of this pre-filled spool (~0.2 s) or in one
+            # of the small flushes that follow every four captures.
             acknowledged.update(prefill(repo, f"pre{run}", 25))
-        delay = rng.uniform(0.05, 0.6)
-        ids, _ = run_and_kill(repo, kind, f"r{run}", delay)
+            after_acks = rng.choice([0, rng.randint(1, 16)])
+            delay = rng.uniform(0.0, 0.3 if after_acks == 0 else 0.06)
+        else:
+            # Killed inside one of the next few appends (~15 ms each) or
+            # captures (~4 ms each), after some acknowledged ones.
+            after_acks, delay = rng.randint(1, 10), rng.uniform(0.0, 0.05)
+        ids, _ = run_and_kill(repo, kind, f"r{run}", after_acks=after_acks, delay=delay)
         assert len(set(ids)) == len(ids)
         assert not set(ids) & set(acknowledged)
         acknowledged.update(dict.fromkeys(ids, ""))
         acked_by_kind[kind] += len(ids)
-        productive_runs[kind] += bool(ids)
 
         if (spool_dir(repo) / "flush-journal.json").exists():
             seen["journal left"] += 1
@@ -223,19 +251,19 @@ def test_fifty_random_kills_lose_and_duplicate_nothing(tmp_path: Path) -> None:
             # real wait for a lock to become stale (a kill inside a ref
             # transaction is common: objects are written with the refs locked).
             age_stale_locks(repo)
-        check_after_crash(repo, acknowledged)
+        try:
+            check_after_crash(repo, acknowledged)
+        except AssertionError as exc:
+            raise AssertionError(
+                f"run {run} ({kind}): {exc}; acked {dict(acked_by_kind)}, {dict(seen)}"
+            ) from exc
 
-    context = f"acked {dict(acked_by_kind)}, runs with acks {dict(productive_runs)}, {dict(seen)}"
-    # every kind of writer really worked before being killed
-    for kind in kinds:
-        assert productive_runs[kind] >= 8, context
     with Memory.open(repo) as mem:
         report = mem.verify()
         assert report.ok, [str(p) for p in report.problems[:5]]
         assert report.events >= len(acknowledged)
         assert {e.id for e in mem.events(all_branches=True)} >= set(acknowledged)
     fsck(repo)
-    assert time.monotonic() - started < 240, context
 
 
 # exact kill points ---------------------------------------------------------------------------

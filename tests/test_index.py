@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import cli, fsck, git, init_repo, make_repo
+from conftest import cli, fsck, git, make_repo, scratch_repo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -47,13 +47,6 @@ PROPERTY = settings(
 
 
 # helpers ----------------------------------------------------------------------------
-def new_repo(path: Path) -> Path:
-    """A repository with one empty commit on main and fsync off (speed)."""
-    init_repo(path)
-    git(path, "config", "edda.fsync", "false")
-    return path
-
-
 def scratch() -> tempfile.TemporaryDirectory[str]:
     """A fresh directory per hypothesis example. Cleanup errors are ignored: the
     file watcher of a Tantivy reader still open may drop a lock file in while the
@@ -124,7 +117,7 @@ def ids(events: list[Any]) -> list[str]:
 
 # full build, incremental refresh, nothing to do ---------------------------------------
 def test_full_then_incremental_then_none(tmp_path: Path) -> None:
-    repo = new_repo(tmp_path / "repo")
+    repo = scratch_repo(tmp_path / "repo")
     with Memory.open(repo) as mem:
         first = [mem.note(f"first batch {i}") for i in range(4)]
         report = refresh(mem)
@@ -164,7 +157,7 @@ def test_full_then_incremental_then_none(tmp_path: Path) -> None:
 
 
 def test_linked_worktree_shares_the_index(tmp_path: Path) -> None:
-    repo = new_repo(tmp_path / "repo")
+    repo = scratch_repo(tmp_path / "repo")
     with Memory.open(repo) as mem:
         mem.note("shared between worktrees")
         refresh(mem)
@@ -230,7 +223,7 @@ def _run_ops(repo: Path, mem: Memory, ops: list[tuple[str, int, int]]) -> list[s
 @given(ops=OPS)
 def test_incremental_refreshes_equal_a_full_rebuild(ops: list[tuple[str, int, int]]) -> None:
     with scratch() as tmp:
-        repo = new_repo(Path(tmp) / "repo")
+        repo = scratch_repo(Path(tmp) / "repo")
         with Memory.open(repo) as mem:
             modes = _run_ops(repo, mem, ops)
             assert modes[0] == "full"
@@ -252,7 +245,7 @@ def test_incremental_refreshes_equal_a_full_rebuild(ops: list[tuple[str, int, in
 
 
 def test_incremental_and_full_agree_on_the_ref_column(tmp_path: Path) -> None:
-    repo = new_repo(tmp_path / "repo")
+    repo = scratch_repo(tmp_path / "repo")
     with Memory.open(repo) as mem:
         before_fork = mem.note("written on main before the fork")
         refresh(mem)
@@ -316,7 +309,7 @@ def test_view_events_round_trip(
     midway: bool,
 ) -> None:
     with scratch() as tmp:
-        repo = new_repo(Path(tmp) / "repo")
+        repo = scratch_repo(Path(tmp) / "repo")
         written = []
         with Memory.open(repo) as mem:
             mem.note("on main before anything")
@@ -364,7 +357,7 @@ def test_view_events_round_trip(
 
 
 def test_feature_branch_follows_decisions_made_on_main_after_its_fork(tmp_path: Path) -> None:
-    repo = new_repo(tmp_path / "repo")
+    repo = scratch_repo(tmp_path / "repo")
     with Memory.open(repo) as mem:
         early = mem.note("main before the fork")
         git(repo, "branch", "feat")
@@ -386,7 +379,7 @@ def test_feature_branch_follows_decisions_made_on_main_after_its_fork(tmp_path: 
 
 # a rewound or deleted memory ref: full rebuild ---------------------------------------------
 def test_rewound_ref_rebuilds_in_full(tmp_path: Path) -> None:
-    repo = new_repo(tmp_path / "repo")
+    repo = scratch_repo(tmp_path / "repo")
     with Memory.open(repo) as mem:
         kept = mem.note("kept pelican note")
         old_tip = git(repo, "rev-parse", "refs/edda/branches/main").strip()
@@ -402,7 +395,7 @@ def test_rewound_ref_rebuilds_in_full(tmp_path: Path) -> None:
 
 
 def test_deleted_ref_rebuilds_in_full(tmp_path: Path) -> None:
-    repo = new_repo(tmp_path / "repo")
+    repo = scratch_repo(tmp_path / "repo")
     git(repo, "branch", "gone")
     with Memory.open(repo) as mem:
         main_note = mem.note("heron on main")
@@ -472,7 +465,7 @@ DAMAGE = {
 
 
 def _damaged_repo(path: Path, damage: str) -> tuple[Path, list[Any]]:
-    repo = new_repo(path)
+    repo = scratch_repo(path)
     with Memory.open(repo) as mem:
         notes = [
             mem.note("the flamingo stands on one leg"),
@@ -540,7 +533,7 @@ SECRET = "zorblaxian"
 def test_redaction_removes_the_text_everywhere(
     tmp_path: Path, indexed_before: bool, kind: str
 ) -> None:
-    repo = new_repo(tmp_path / "repo")
+    repo = scratch_repo(tmp_path / "repo")
     with Memory.open(repo) as mem:
         other = mem.note("the deploy key rotation is monthly")
         text = f"the staging password is {SECRET} hunter"
@@ -592,7 +585,7 @@ def test_spooled_events_are_visible_when_the_view_opens(tmp_path: Path) -> None:
     from gitmem.capture.main import capture
     from gitmem.storage import spool
 
-    repo = new_repo(tmp_path / "repo")
+    repo = scratch_repo(tmp_path / "repo")
     with Memory.open(repo) as mem:
         mem.note("already committed")
         refresh(mem)
@@ -624,7 +617,7 @@ with builder_lock(Path(sys.argv[1]), 10):
 def written_while_another_builds(tmp_path: Path) -> Iterator[tuple[Path, Event, Event]]:
     """(repo, old, new): ``old`` indexed, then ``new`` written while another
     process holds the index builder lock, which it keeps for the block."""
-    repo = new_repo(tmp_path / "repo")
+    repo = scratch_repo(tmp_path / "repo")
     with Memory.open(repo) as mem:
         old = mem.note("before the lock")
         refresh(mem)
@@ -804,7 +797,7 @@ def test_status_pins_decide_ratify_read_the_index_as_memory_would(tmp_path: Path
 # a crash before the manifest write is harmless --------------------------------------------
 @pytest.mark.parametrize("then", ["notes", "notes and a fork"])
 def test_refresh_redone_after_a_lost_manifest_write(tmp_path: Path, then: str) -> None:
-    repo = new_repo(tmp_path / "repo")
+    repo = scratch_repo(tmp_path / "repo")
     with Memory.open(repo) as mem:
         for i in range(3):
             mem.note(f"ibis note {i}")
@@ -839,7 +832,7 @@ def test_refresh_redone_after_a_lost_manifest_write(tmp_path: Path, then: str) -
 
 # git hooks keep the index fresh ---------------------------------------------------------
 def test_hooks_refresh_the_index_on_checkout_and_merge(tmp_path: Path) -> None:
-    repo = new_repo(tmp_path / "repo")
+    repo = scratch_repo(tmp_path / "repo")
     code, _out, err = cli(repo, "init")
     assert code == 0, err
     with Memory.open(repo) as mem:
@@ -877,7 +870,7 @@ def test_hooks_refresh_the_index_on_checkout_and_merge(tmp_path: Path) -> None:
 
 
 def test_hooks_leave_the_index_alone_when_turned_off(tmp_path: Path) -> None:
-    repo = new_repo(tmp_path / "repo")
+    repo = scratch_repo(tmp_path / "repo")
     assert cli(repo, "init")[0] == 0
     git(repo, "config", "edda.indexOnHooks", "false")
     git(repo, "branch", "other")
@@ -891,7 +884,7 @@ def test_hooks_leave_the_index_alone_when_turned_off(tmp_path: Path) -> None:
 
 # the CLI ---------------------------------------------------------------------------------
 def test_cli_index_text_and_json(tmp_path: Path) -> None:
-    repo = new_repo(tmp_path / "repo")
+    repo = scratch_repo(tmp_path / "repo")
     with Memory.open(repo) as mem:
         for i in range(3):
             mem.note(f"cli note {i}")
@@ -923,7 +916,7 @@ def test_cli_index_text_and_json(tmp_path: Path) -> None:
 
 
 def test_cli_index_no_embed_then_search_warns(tmp_path: Path) -> None:
-    repo = new_repo(tmp_path / "repo")
+    repo = scratch_repo(tmp_path / "repo")
     with Memory.open(repo) as mem:
         note = mem.note("the axolotl regrows limbs")
     code, out, err = cli(repo, "index", "--no-embed", "--json")
@@ -960,7 +953,7 @@ def test_cli_index_no_embed_then_search_warns(tmp_path: Path) -> None:
 
 
 def test_provider_none_disables_vectors(tmp_path: Path) -> None:
-    repo = new_repo(tmp_path / "repo")
+    repo = scratch_repo(tmp_path / "repo")
     git(repo, "config", "edda.embed.provider", "none")
     with Memory.open(repo) as mem:
         note = mem.note("the narwhal tusk")

@@ -37,7 +37,7 @@ def held(directory: Path) -> set[str]:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Path:
+def heron_notes(tmp_path: Path) -> Path:
     repo = init_repo(tmp_path / "repo")
     git(repo, "config", "edda.fsync", "false")
     with Memory.open(repo) as mem:
@@ -46,8 +46,8 @@ def store(tmp_path: Path) -> Path:
     return repo
 
 
-def test_close_releases_the_files_and_a_closed_view_refuses(store: Path) -> None:
-    view = IndexView.open(store)
+def test_close_releases_the_files_and_a_closed_view_refuses(heron_notes: Path) -> None:
+    view = IndexView.open(heron_notes)
     # every part is open (tables, full text, vectors), and a caller kept two of them
     parts = (view.fulltext, view.vectors)
     assert parts[1] is not None
@@ -75,22 +75,22 @@ def test_close_releases_the_files_and_a_closed_view_refuses(store: Path) -> None
     view.close()  # closing twice is harmless
 
 
-def test_after_close_the_generation_can_go_and_a_new_view_works(store: Path) -> None:
-    with IndexView.open(store) as view:
+def test_after_close_the_generation_can_go_and_a_new_view_works(heron_notes: Path) -> None:
+    with IndexView.open(heron_notes) as view:
         before = [e.id for e in view.events()]
         generation = view.directory
         search(view, "heron")
     assert view.closed
     shutil.rmtree(generation)  # what a refresh does to a generation no one reads
-    with Memory.open(store) as mem:
+    with Memory.open(heron_notes) as mem:
         late = mem.note("an egret fishes at dawn")
-    with IndexView.open(store) as again:
+    with IndexView.open(heron_notes) as again:
         assert again.directory != generation
         assert [e.id for e in again.events()] == [*before, late.id]
         assert next(h.event.id for h in search(again, "egret dawn").hits) == late.id
 
 
-def test_leaving_the_block_by_an_error_closes_the_view(store: Path) -> None:
-    with pytest.raises(KeyError), IndexView.open(store, embed=False) as view:
+def test_leaving_the_block_by_an_error_closes_the_view(heron_notes: Path) -> None:
+    with pytest.raises(KeyError), IndexView.open(heron_notes, embed=False) as view:
         raise KeyError("boom")
     assert view.closed

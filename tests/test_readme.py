@@ -59,6 +59,22 @@ def test_ci_runs_the_readme_commands_verbatim():
     assert install_and_run in (ROOT / ".ci" / "quickstart").read_text().splitlines()
 
 
+def test_the_test_command_runs_every_test_slow_ones_included():
+    """Nothing is deselected by the command or by pytest's configuration, and the
+    plugin its ``-n`` needs comes with the dev dependencies."""
+    import shlex
+    import tomllib
+
+    args = shlex.split(first_block()[1].split("-m pytest", 1)[1])
+    assert not {"-m", "-k", "--lf", "--last-failed", "-x", "--exitfirst"} & set(args), args
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    addopts = meta["tool"]["pytest"]["ini_options"].get("addopts", "")
+    assert "-m" not in shlex.split(addopts) and "slow" not in addopts, addopts
+    if "-n" in args:
+        dev = meta["project"]["optional-dependencies"]["dev"]
+        assert any(d.startswith("pytest-xdist") for d in dev), dev
+
+
 def test_install_hints_name_our_distribution() -> None:
     """'gitmem' on the package index is an unrelated project: every hint that
     installs or upgrades gitmem names the distribution git-edda."""

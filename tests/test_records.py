@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from conftest import cli, git, init_repo
+from conftest import cli, init_repo, scratch_repo
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -133,13 +133,6 @@ json_values = st.recursive(
 FUZZ = settings(
     max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-
-
-def scratch_repo(path: Path) -> Path:
-    """A repository for one hypothesis example (fsync off: durability is not under test)."""
-    repo = init_repo(path)
-    git(repo, "config", "edda.fsync", "false")
-    return repo
 
 
 def masked_secrets(value: Any) -> int:

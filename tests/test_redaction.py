@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import cli, git, init_repo
+from conftest import cli, git
 
 from gitmem.errors import UsageError
 from gitmem.memory.api import Memory
@@ -45,11 +45,6 @@ def big_text(marker: str) -> str:
 def payload_paths(repo: Path) -> list[str]:
     out = git(repo, "ls-tree", "-r", "--name-only", layout.PAYLOAD_REF)
     return out.split()
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    return init_repo(tmp_path / "repo")
 
 
 def test_redact_removes_payload_and_keeps_envelope(store: Path) -> None:

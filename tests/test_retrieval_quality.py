@@ -35,9 +35,11 @@ def corpus() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def store(
+def indexed_corpus(
     tmp_path_factory: pytest.TempPathFactory, corpus: dict[str, Any]
 ) -> Iterator[tuple[IndexView, dict[str, str]]]:
+    """The corpus's events written an hour apart, and the index view of them,
+    with each event's label by id (built once for the module: tests only read it)."""
     base = tmp_path_factory.mktemp("quality")
     with isolated_environment(base):
         repo = init_repo(base / "repo")
@@ -74,9 +76,9 @@ def test_corpus_is_big_enough(corpus: dict[str, Any]) -> None:
 
 
 def test_hybrid_recall_and_it_beats_each_engine_alone(
-    store: tuple[IndexView, dict[str, str]], corpus: dict[str, Any]
+    indexed_corpus: tuple[IndexView, dict[str, str]], corpus: dict[str, Any]
 ) -> None:
-    view, labels = store
+    view, labels = indexed_corpus
     hybrid = _recall(view, labels, corpus, "hybrid")
     lexical = _recall(view, labels, corpus, "lexical")
     vector = _recall(view, labels, corpus, "vector")
@@ -85,8 +87,8 @@ def test_hybrid_recall_and_it_beats_each_engine_alone(
     assert hybrid > vector, (hybrid, vector)
 
 
-def test_search_output_is_deterministic(store: tuple[IndexView, dict[str, str]]) -> None:
-    view, _labels = store
+def test_search_output_is_deterministic(indexed_corpus: tuple[IndexView, dict[str, str]]) -> None:
+    view, _labels = indexed_corpus
     now = T0 + 400 * HOUR
     for text in ("connection pool", "cache stampede", "flaky midnight test", "缓存"):
         first = json.dumps(search(view, text, now=now).to_json(), sort_keys=True)

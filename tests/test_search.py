@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import cli, git, init_repo, make_repo
+from conftest import cli, git, isolated_environment, make_repo, scratch_repo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -42,15 +42,9 @@ NOW = T0 + 400 * DAY_US
 
 
 # helpers ----------------------------------------------------------------------------
-def new_repo(path: Path) -> Path:
-    init_repo(path)
-    git(path, "config", "edda.fsync", "false")
-    return path
-
-
-def store(path: Path, texts: list[str]) -> tuple[Path, list[Any]]:
+def notes_repo(path: Path, texts: list[str]) -> tuple[Path, list[Any]]:
     """A repository with one note per text, in this order, an hour apart."""
-    repo = new_repo(path)
+    repo = scratch_repo(path)
     with Memory.open(repo) as mem:
         events = mem.append_many(
             [Draft("note", {"text": t}, time=T0 + i * HOUR) for i, t in enumerate(texts)]
@@ -131,10 +125,14 @@ FINDS = [
 ]
 
 
-@pytest.fixture
-def corpus(tmp_path: Path) -> Iterator[tuple[IndexView, list[Any]]]:
-    repo, events = store(tmp_path / "repo", CORPUS)
-    with IndexView.open(repo) as view:
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[IndexView, list[Any]]]:
+    """The index view of CORPUS, one note an hour (built once: tests only search it)."""
+    base = tmp_path_factory.mktemp("corpus")
+    with isolated_environment(base):
+        repo, events = notes_repo(base / "repo", CORPUS)
+        view = IndexView.open(repo)
+    with view:
         yield view, events
 
 
@@ -195,7 +193,7 @@ def test_bad_mode_and_limit_are_usage_errors(corpus: tuple[IndexView, list[Any]]
 
 
 def test_cli_modes(tmp_path: Path) -> None:
-    repo, events = store(tmp_path / "repo", CORPUS)
+    repo, events = notes_repo(tmp_path / "repo", CORPUS)
     physician = events[9].id
     assert cli_ids(repo, "search", "doctor gave drugs", "--mode", "lexical") == []
     assert cli_ids(repo, "search", "doctor gave drugs", "--mode", "vector")[:1] == [physician]
@@ -279,7 +277,7 @@ def test_advanced_syntax_works(corpus: tuple[IndexView, list[Any]]) -> None:
 
 
 def test_cli_any_query_is_safe(tmp_path: Path) -> None:
-    repo, _events = store(tmp_path / "repo", CORPUS[:3])
+    repo, _events = notes_repo(tmp_path / "repo", CORPUS[:3])
     for query in ['"(unclosed AND', "a:b:c \\ NOT", "x --json", "\x01\x02 OR", "text:[a TO"]:
         code, _out, err = cli(repo, "search", query)
         assert code == 0, (query, err)
@@ -290,7 +288,7 @@ def test_cli_any_query_is_safe(tmp_path: Path) -> None:
 # filters -----------------------------------------------------------------------------
 def _filter_store(path: Path) -> tuple[Path, dict[str, Any]]:
     """Events that all mention 'gadget', varied in every filterable way."""
-    repo = new_repo(path)
+    repo = scratch_repo(path)
     git(repo, "branch", "feat")
     with Memory.open(repo) as mem:
         cap = mem.append("capsule_open", {"kind": "session", "intent": "gadget capsule"})
@@ -404,7 +402,7 @@ def test_cli_filters(tmp_path: Path) -> None:
 
 def test_filters_apply_before_the_candidate_limit(tmp_path: Path) -> None:
     """An event the filter allows is found however many better matches it does not allow."""
-    repo = new_repo(tmp_path / "repo")
+    repo = scratch_repo(tmp_path / "repo")
     with Memory.open(repo) as mem:
         special = mem.append_many(
             [
@@ -459,7 +457,7 @@ def varied(tmp_path: Path) -> Iterator[tuple[Path, IndexView]]:
 
     rng = random.Random(7)
     texts = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12))) for _ in range(300)]
-    repo, _events = store(tmp_path / "repo", texts)
+    repo, _events = notes_repo(tmp_path / "repo", texts)
     with IndexView.open(repo) as view:
         yield repo, view
 
@@ -563,7 +561,7 @@ def _grow(repo: Path, mem: Memory, fork: bool) -> None:
 def test_incremental_and_rebuilt_index_give_identical_output(
     tmp_path: Path, fork: bool, mode: str
 ) -> None:
-    repo = new_repo(tmp_path / "repo")
+    repo = scratch_repo(tmp_path / "repo")
     queries = ("cache retry", "database worker", "policy", "flaky")
     with Memory.open(repo) as mem:
         _grow(repo, mem, fork)
@@ -584,7 +582,7 @@ def test_incremental_and_rebuilt_index_give_identical_output(
 
 # recency ---------------------------------------------------------------------------------
 def test_newer_of_two_equal_events_ranks_first(tmp_path: Path) -> None:
-    repo = new_repo(tmp_path / "repo")
+    repo = scratch_repo(tmp_path / "repo")
     with Memory.open(repo) as mem:
         old, new = mem.append_many(
             [
@@ -613,7 +611,7 @@ def test_newer_of_two_equal_events_ranks_first(tmp_path: Path) -> None:
 
 
 def test_cli_now_changes_recency(tmp_path: Path) -> None:
-    repo = new_repo(tmp_path / "repo")
+    repo = scratch_repo(tmp_path / "repo")
     with Memory.open(repo) as mem:
         (event,) = mem.append_many([Draft("note", {"text": "nebula"}, time=T0)])
     at_t0 = cli_json(repo, "search", "nebula", "--now", str(T0))["hits"][0]
@@ -629,7 +627,7 @@ def test_cli_now_changes_recency(tmp_path: Path) -> None:
 def test_newer_of_two_identical_events_ranks_first_even_a_day_apart(tmp_path: Path) -> None:
     # Make sure the older event has the smaller id (ties in each engine break by id).
     for attempt in range(40):
-        repo = new_repo(tmp_path / f"repo{attempt}")
+        repo = scratch_repo(tmp_path / f"repo{attempt}")
         with Memory.open(repo) as mem:
             old, new = mem.append_many(
                 [
@@ -650,7 +648,7 @@ def test_newer_of_two_identical_events_ranks_first_even_a_day_apart(tmp_path: Pa
 
 # --explain ------------------------------------------------------------------------------
 def test_explain_shows_ranks_formula_and_provenance(tmp_path: Path) -> None:
-    repo = new_repo(tmp_path / "repo")
+    repo = scratch_repo(tmp_path / "repo")
     (repo / "clock.py").write_text("SKEW = 0\n")
     git(repo, "add", "clock.py")
     git(repo, "commit", "-q", "-m", "fix the clock skew")
@@ -692,7 +690,7 @@ def test_explain_shows_ranks_formula_and_provenance(tmp_path: Path) -> None:
 
 
 def test_explain_for_a_vector_only_hit(tmp_path: Path) -> None:
-    repo, events = store(tmp_path / "repo", CORPUS)
+    repo, events = notes_repo(tmp_path / "repo", CORPUS)
     code, out, err = cli(repo, "search", "doctor gave drugs", "--explain", "--limit", "1")
     assert code == 0, err
     assert f"[{events[9].id[:12]}]" in out
@@ -700,7 +698,7 @@ def test_explain_for_a_vector_only_hit(tmp_path: Path) -> None:
 
 
 def test_search_in_a_repository_without_memory(tmp_path: Path) -> None:
-    repo = new_repo(tmp_path / "repo")
+    repo = scratch_repo(tmp_path / "repo")
     data = cli_json(repo, "search", "anything")
     assert data["hits"] == []
     assert os.path.isdir(repo / ".git" / "edda" / "index")

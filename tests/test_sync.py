@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import cli, fsck, git, init_repo, object_bytes, raw_id_counts
+from conftest import cli, clone, fsck, git, init_repo, make_remote, object_bytes, raw_id_counts
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -32,23 +32,6 @@ MEMORY_REFS = ("refs/edda/branches", "refs/edda/detached", "refs/edda/payloads")
 
 
 # helpers -----------------------------------------------------------------------------
-def make_remote(root: Path, *, code_commits: int = 1) -> Path:
-    """A bare remote ``root/remote.git`` whose ``main`` holds ``code_commits`` commits."""
-    seed = init_repo(root / "seed")
-    for i in range(1, code_commits):
-        git(seed, "commit", "-q", "--allow-empty", "-m", f"code {i}")
-    bare = init_repo(root / "remote.git", bare=True)
-    git(seed, "push", "-q", str(bare), "main")
-    return bare
-
-
-def clone(url: str, dest: Path, *options: str) -> Path:
-    """``git clone [options] url dest`` with fsync off for gitmem writes."""
-    git(dest.parent, "clone", "-q", *options, url, str(dest))
-    git(dest, "config", "edda.fsync", "false")
-    return dest
-
-
 def note(repo: Path, text: str, **scope: str) -> str:
     """Append one note in ``repo``; return its event id."""
     with Memory.open(repo) as mem:

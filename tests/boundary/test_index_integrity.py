@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import git, init_repo, isolated_environment, run_cli
+from conftest import git, init_repo, isolated_environment, pack_objects, run_cli
 
 from gitmem.capture.sealer import Draft
 from gitmem.errors import IndexDamagedError
@@ -78,6 +78,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
                 + [Draft("note", {"text": f"feat egret {i}"}, branch="feat") for i in range(5)]
             )
             assert refresh(mem).mode == "incremental"
+        pack_objects(repo)  # every case copies it five times
         reference = base / "reference"
         shutil.copytree(repo, reference, symlinks=True)
         code, _out, err = run_cli(reference, "index", "--rebuild")

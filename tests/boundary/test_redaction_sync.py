@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import cli, git, init_repo, object_bytes, ref_tip, run_cli
+from conftest import cli, clone, git, init_repo, make_remote, object_bytes, ref_tip, run_cli
 
 from gitmem.memory.api import Memory
 from gitmem.records import layout
@@ -27,20 +27,6 @@ PAYLOAD_MIRROR = "refs/edda-remotes/origin/payloads"
 
 
 # helpers -----------------------------------------------------------------------------
-def make_remote(root: Path) -> Path:
-    """A bare remote ``root/remote.git`` whose ``main`` holds one commit."""
-    seed = init_repo(root / "seed")
-    bare = init_repo(root / "remote.git", bare=True)
-    git(seed, "push", "-q", str(bare), "main")
-    return bare
-
-
-def clone(remote: Path, dest: Path) -> Path:
-    git(dest.parent, "clone", "-q", remote.as_uri(), str(dest))
-    git(dest, "config", "edda.fsync", "false")
-    return dest
-
-
 def edda(repo: Path, *args: str) -> str:
     """``git edda ARGS`` in this process; it must succeed. Returns its output."""
     code, out, err = run_cli(repo, *args)
