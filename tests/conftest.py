@@ -23,6 +23,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,6 +34,25 @@ from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def _memory_backed_tmp() -> None:
+    """Put the suite's temporary files (about 700 MB of small files and git
+    objects a run) in RAM when the machine offers a tmpfs: on a journaling
+    disk their creation and removal cost more system time than the tests'
+    own work (a full run measured 200 s on ext4, 140 s on /dev/shm). Set
+    before pytest picks its base directory and before xdist starts workers,
+    which inherit it; a TMPDIR the user set wins."""
+    shm = "/dev/shm"
+    if os.environ.get("TMPDIR") or not os.path.isdir(shm) or not os.access(shm, os.W_OK):
+        return
+    stats = os.statvfs(shm)
+    if stats.f_bavail * stats.f_frsize >= 4 << 30:  # room for a run, failures kept
+        os.environ["TMPDIR"] = shm
+        tempfile.tempdir = None  # forget a directory chosen before this ran
+
+
+_memory_backed_tmp()
 
 # As ``git edda`` does in its process (gitmem.cli.main.main): numpy's OpenBLAS
 # would otherwise keep a spinning thread per core after each call, taking CPU
