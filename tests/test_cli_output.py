@@ -124,7 +124,9 @@ def _of(mem: Memory, event_type: str) -> list[Any]:
 
 
 # 3. one id width -------------------------------------------------------------------------
-def test_human_output_shows_every_event_id_at_twelve_digits(one_of_each: Path, tmp_path: Path) -> None:
+def test_human_output_shows_every_event_id_at_twelve_digits(
+    one_of_each: Path, tmp_path: Path
+) -> None:
     events = ok_json(one_of_each, "log", "--all-branches")["events"]
     ids = {e["id"] for e in events}
     some = sorted(ids)
@@ -373,7 +375,9 @@ def test_long_output_goes_through_the_pager_on_a_terminal(
     kept.unlink()
     # core.pager when GIT_PAGER is not set; PAGER after it
     git(one_of_each, "config", "core.pager", command)
-    code, shown = in_terminal(one_of_each, "show", lines[0][:12], env={"PAGER": "false", "NO_COLOR": "1"})
+    code, shown = in_terminal(
+        one_of_each, "show", lines[0][:12], env={"PAGER": "false", "NO_COLOR": "1"}
+    )
     assert code == 0 and kept.read_text().startswith(f"event {lines[0][:12]}")
     kept.unlink()
     # --no-pager (-P), before or after the command, and --json: straight to the terminal

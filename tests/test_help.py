@@ -16,7 +16,7 @@ import pytest
 from conftest import ROOT, cli
 
 from gitmem.cli.commands import app
-from gitmem.cli.manual import man_pages
+from gitmem.cli.roff import man_pages
 
 MAN_DIR = ROOT / "man" / "man1"
 

@@ -17,7 +17,7 @@ def main(argv: list[str]) -> int:
         print("usage: python tools/manpages.py DIR", file=sys.stderr)
         return 2
     from gitmem.cli import commands  # noqa: F401  (registers every command on the app)
-    from gitmem.cli.manual import write_man_pages
+    from gitmem.cli.roff import write_man_pages
 
     for path in write_man_pages(Path(argv[0])):
         print(path)

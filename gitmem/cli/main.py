@@ -128,8 +128,8 @@ def run(argv: Sequence[str]) -> int:
     """Run ``git edda`` with ``argv``; return the exit code."""
     from cyclopts import CycloptsError
 
-    from gitmem.cli import manual  # registers the help command
     from gitmem.cli.commands import Output, app
+    from gitmem.cli.introspect import command_words, help_request
 
     argv = hoist_global_options(argv)
     want_json = "--json" in argv
@@ -137,7 +137,7 @@ def run(argv: Sequence[str]) -> int:
     try:
         # -h/--help: the help command's text, which is also what the manual
         # pages say, not cyclopts' own rendering of the same definitions.
-        asked = manual.help_request(argv)
+        asked = help_request(argv)
         result = app(
             asked or list(argv),
             exit_on_error=False,
@@ -146,7 +146,7 @@ def run(argv: Sequence[str]) -> int:
         )
     except CycloptsError as exc:
         message = _usage_message(exc)
-        see = " ".join(["git edda help", *manual.command_words(argv)])
+        see = " ".join(["git edda help", *command_words(argv)])
         print(f"git edda: usage error: {message} (see '{see}')", file=sys.stderr)
         return int(ExitCode.USAGE)
     except GitmemError as exc:
