@@ -181,7 +181,7 @@ def test_shared_attachment_survives_until_its_last_user_is_redacted(store: Path)
     with Memory.open(store) as mem:
         mem.redact(first.id, REASON)
         result = mem.purge()
-    assert result["destroyed"] >= 1
+    assert result.destroyed >= 1
     assert layout.attachment_path(sha) in payload_paths(store)
     assert BIG_CANARY.encode() in object_bytes(store)
     with Memory.open(store) as mem:
@@ -207,7 +207,7 @@ def test_identical_short_bodies_share_a_blob(store: Path) -> None:
         second = mem.note(CANARY)
         mem.redact(first.id, REASON)
         result = mem.purge()
-    assert result["still_referenced"] == 1
+    assert result.still_referenced == 1
     with Memory.open(store) as mem:
         assert mem.get(second.id).body == {"text": CANARY}
         assert mem.verify().ok

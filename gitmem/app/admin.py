@@ -13,6 +13,7 @@ from gitmem.githooks.install import HookReport
 from gitmem.memory.api import Memory
 from gitmem.memory.bundle import ImportResult
 from gitmem.memory.event import Event
+from gitmem.memory.purge import PurgeReport
 from gitmem.memory.report import Report
 from gitmem.records import layout
 from gitmem.storage.spoolflush import FlushResult
@@ -151,7 +152,7 @@ class Redacted:
 
     redaction: Event
     target: str
-    purge: dict[str, Any] | None  # with purge: what gc destroyed
+    purge: PurgeReport | None  # with purge: what gc destroyed
     index_redacted: int | None  # events removed from the search index (None: no index)
 
 
@@ -170,7 +171,7 @@ def redact(repo: Repo, id: str, *, reason: str, purge: bool = False, who: Who = 
 class Collected:
     """What ``gc`` destroyed, and the events it removed from the search index."""
 
-    purge: dict[str, Any]
+    purge: PurgeReport
     index_redacted: int | None  # None: there is no index
 
 

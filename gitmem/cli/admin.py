@@ -130,8 +130,8 @@ def redact(
     data: dict[str, Any] = {"redaction": done.redaction.id, "target": done.target}
     text = f"redacted {sid(done.target)} (redaction {sid(done.redaction.id)})"
     if done.purge is not None:
-        data["purge"] = done.purge
-        text += f"; purged {plural(done.purge['destroyed'], 'object')} from the local store"
+        data["purge"] = done.purge.to_json()
+        text += f"; purged {plural(done.purge.destroyed, 'object')} from the local store"
     else:
         text += "; run 'git edda gc' to destroy the bytes in the local object store"
     text += _index_note(done.index_redacted, data)
@@ -150,7 +150,7 @@ def gc(*, common: Common = DEFAULT_COMMON) -> Output:
     """Destroy redacted payload bytes in the local object store and repack
     (and remove redacted text from the search index)."""
     done = admin.gc(common.repo)
-    result = dict(done.purge)
+    result: dict[str, Any] = done.purge.to_json()
     index = _index_note(done.index_redacted, result)
     return Output(
         result,

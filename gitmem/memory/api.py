@@ -38,6 +38,7 @@ from gitmem.storage.spoolflush import FlushResult
 
 if TYPE_CHECKING:
     from gitmem.branches.fork import StartPlan
+    from gitmem.memory.purge import PurgeReport
     from gitmem.memory.report import Report
     from gitmem.memory.source import BranchKwargs
     from gitmem.memory.window import BranchWindow
@@ -337,7 +338,7 @@ class Memory(Writers):
             commits = self.ledger.commit([item], remove_payloads=[target.id])
         return Event(envelope, body, item.ref, commits[item.ref])
 
-    def purge(self) -> dict[str, Any]:
+    def purge(self) -> PurgeReport:
         """Destroy removed payload bytes in the local object store (see gitmem.memory.purge)."""
         from gitmem.memory.purge import purge
 

@@ -37,8 +37,9 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gitmem.errors import GitmemError
 from gitmem.records import layout
@@ -56,14 +57,21 @@ if TYPE_CHECKING:
 _REFLOG_BATCH = 200  # refs per 'git reflog expire' call
 
 
-def purge(memory: Memory) -> dict[str, Any]:
-    """Destroy the bytes of removed payloads (see the module docstring).
+@dataclass(frozen=True)
+class PurgeReport:
+    """What a purge (``git edda gc``) did."""
 
-    Returns ``destroyed`` (objects that were on disk and are gone now),
-    ``still_referenced`` (listed objects something still reaches),
-    ``pending`` (ids left on the purge list: every listed object git still
-    has) and ``mirrors_rewritten`` (remote mirror snapshots rewritten).
-    """
+    destroyed: int  # objects that were on disk and are gone now
+    still_referenced: int  # listed objects something still reaches
+    pending: int  # ids left on the purge list: every listed object git still has
+    mirrors_rewritten: int  # remote mirror snapshots rewritten
+
+    def to_json(self) -> dict[str, int]:
+        return asdict(self)
+
+
+def purge(memory: Memory) -> PurgeReport:
+    """Destroy the bytes of removed payloads (see the module docstring)."""
     location = memory.location
     cwd = location.cwd
     state_dir = location.state_dir
@@ -90,12 +98,12 @@ def purge(memory: Memory) -> dict[str, Any]:
         run_git(["prune-packed", "-q"], cwd)
         left = _present(cwd, present)
         _write_purge_list(state_dir, left, fsync=memory.ledger.fsync)
-    return {
-        "destroyed": len(present - left),
-        "still_referenced": len(left & reachable),
-        "pending": len(left),
-        "mirrors_rewritten": rewritten,
-    }
+    return PurgeReport(
+        destroyed=len(present - left),
+        still_referenced=len(left & reachable),
+        pending=len(left),
+        mirrors_rewritten=rewritten,
+    )
 
 
 def _present(cwd: str | os.PathLike[str], oids: Iterable[str]) -> set[str]:
