@@ -18,7 +18,7 @@ import pytest
 from conftest import ROOT, cli, cli_process, git, init_repo, make_repo
 
 from gitmem.memory.api import Memory
-from gitmem.memory.bundle import parquet_schema
+from gitmem.memory.parquet import parquet_schema
 from gitmem.records import layout
 from gitmem.storage.ledger import Sealed
 

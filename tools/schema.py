@@ -5,7 +5,7 @@
 
 JSON Schemas come from the msgspec Structs in :mod:`gitmem.records.types`;
 the spool file, bundle and ref layout schemas are defined here around them;
-the Parquet export's columns come from :data:`gitmem.memory.bundle.PARQUET_COLUMNS`.
+the Parquet export's columns come from :data:`gitmem.memory.parquet.PARQUET_COLUMNS`.
 ``tests/test_formats.py`` fails when code and ``formats/`` disagree.
 """
 
@@ -151,7 +151,7 @@ def generate() -> dict[str, bytes]:
 
 def _parquet_format() -> dict[str, Any]:
     """The Parquet export's columns, from the definition the exporter writes with."""
-    from gitmem.memory.bundle import PARQUET_COLUMNS, PARQUET_VERSION, parquet_schema
+    from gitmem.memory.parquet import PARQUET_COLUMNS, PARQUET_VERSION, parquet_schema
 
     schema = parquet_schema()
     meta = {k.decode(): v.decode() for k, v in (schema.metadata or {}).items()}

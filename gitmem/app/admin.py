@@ -230,7 +230,8 @@ def export(
 ) -> Exported:
     """Export memory (every branch unless ``branch``) as a JSON bundle or Parquet.
     Parquet needs ``output``; JSON without it comes back in ``data``."""
-    from gitmem.memory.bundle import events_to_export, export_json, export_parquet
+    from gitmem.memory.bundle import events_to_export, export_json
+    from gitmem.memory.parquet import export_parquet
 
     if format == "parquet" and output is None:
         raise UsageError("--format parquet needs --output FILE")
