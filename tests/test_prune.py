@@ -11,7 +11,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from conftest import cli, git, init_repo, ref_tip
+from conftest import cli, clone, git, init_repo, make_remote, ref_tip
 
 from gitmem import Memory
 from gitmem.branches.prune import _delete, read_pruned
@@ -286,17 +286,6 @@ def test_log_no_longer_shows_force_pruned_events(tmp_path: Path) -> None:
 
 
 # the remote ---------------------------------------------------------------------------
-def make_remote(root: Path) -> Path:
-    seed = init_repo(root / "seed")
-    bare = init_repo(root / "remote.git", bare=True)
-    git(seed, "push", "-q", str(bare), "main")
-    return bare
-
-
-def clone(bare: Path, dest: Path) -> Path:
-    git(dest.parent, "clone", "-q", bare.as_uri(), str(dest))
-    git(dest, "config", "edda.fsync", "false")
-    return dest
 
 
 def sync(repo: Path) -> dict:

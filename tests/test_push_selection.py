@@ -13,25 +13,12 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import cli, git, init_repo
+from conftest import cli, clone, git, make_remote
 
 from gitmem import Memory
 
 BRANCHES = "refs/edda/branches/"
 SECRET = "s3cr3t-value-xyz"
-
-
-def make_remote(root: Path) -> Path:
-    seed = init_repo(root / "seed")
-    bare = init_repo(root / "remote.git", bare=True)
-    git(seed, "push", "-q", str(bare), "main")
-    return bare
-
-
-def clone(bare: Path, dest: Path) -> Path:
-    git(dest.parent, "clone", "-q", bare.as_uri(), str(dest))
-    git(dest, "config", "edda.fsync", "false")
-    return dest
 
 
 def note(repo: Path, text: str, **kw: object) -> str:
