@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitmem.app.session import Repo, check_branch_known, open_memory, reader
 from gitmem.errors import UsageError
-from gitmem.memory.api import Status
 from gitmem.memory.event import Event
 from gitmem.memory.query import EventFilter
 from gitmem.memory.source import EventSource
 from gitmem.memory.timespec import parse_time
 from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg, CurrentBranch
 from gitmem.records.names import EVENT_TYPES
+
+if TYPE_CHECKING:
+    from gitmem.memory.api import Status
 
 
 @dataclass(frozen=True)

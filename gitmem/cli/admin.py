@@ -9,11 +9,10 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from cyclopts import Parameter
 
-from gitmem.app import admin
 from gitmem.cli.record import read_file
 from gitmem.cli.render import sid, sync_lines
 from gitmem.cli.root import (
@@ -26,8 +25,10 @@ from gitmem.cli.root import (
     check_branch,
 )
 from gitmem.errors import ExitCode, UsageError
-from gitmem.memory.bundle import ImportResult
 from gitmem.memory.describe import plural
+
+if TYPE_CHECKING:
+    from gitmem.memory.bundle import ImportResult
 
 # Memory commits live under refs/edda/ and refs/edda-remotes/, which
 # `git log --all` (and gitk --all) walk too. The exclusion must come before
@@ -67,6 +68,8 @@ def init(
         Install the hooks even when core.hooksPath points into the work tree
         (husky's .husky), where they change files the project shares.
     """
+    from gitmem.app import admin
+
     if uninstall:
         removed = admin.uninstall(common.repo)
         restored = f"; restored {', '.join(removed.restored)}" if removed.restored else ""
@@ -126,6 +129,8 @@ def redact(
     purge
         Also destroy the bytes in the local object store now (else: git edda gc).
     """
+    from gitmem.app import admin
+
     done = admin.redact(common.repo, id, reason=reason, purge=purge, who=who.who())
     data: dict[str, Any] = {"redaction": done.redaction.id, "target": done.target}
     text = f"redacted {sid(done.target)} (redaction {sid(done.redaction.id)})"
@@ -149,6 +154,8 @@ def _index_note(removed: int | None, data: dict[str, Any]) -> str:
 def gc(*, common: Common = DEFAULT_COMMON) -> Output:
     """Destroy redacted payload bytes in the local object store and repack
     (and remove redacted text from the search index)."""
+    from gitmem.app import admin
+
     done = admin.gc(common.repo)
     result: dict[str, Any] = done.purge.to_json()
     index = _index_note(done.index_redacted, result)
@@ -162,6 +169,8 @@ def gc(*, common: Common = DEFAULT_COMMON) -> Output:
 @app.command
 def verify(*, common: Common = DEFAULT_COMMON) -> Output:
     """Re-derive every digest and link; exit 4 when anything is wrong."""
+    from gitmem.app import admin
+
     report = admin.verify(common.repo)
     lines = [
         f"checked {plural(report.refs, 'ref')}, {plural(report.commits, 'commit')},"
@@ -197,6 +206,8 @@ def export_(
     branch
         Only this branch's memory.
     """
+    from gitmem.app import admin
+
     check_branch("--branch", branch)
     if output is not None:
         _check_output(output)
@@ -282,6 +293,8 @@ def import_(
         (events keep the branch they were recorded on: a bundle from main
         into a repository on master needs --onto master to show there).
     """
+    from gitmem.app import admin
+
     check_branch("--onto", onto)
     stdin = str(file) == "-"
     data = sys.stdin.buffer.read() if stdin else read_file(file)
@@ -381,6 +394,8 @@ def _writing(output: Path) -> Iterator[None]:
 @app.command
 def flush(*, common: Common = DEFAULT_COMMON) -> Output:
     """Commit events waiting in the capture spool."""
+    from gitmem.app import admin
+
     result = admin.flush(common.repo)
     text = f"flushed {plural(result.events, 'event')} from {plural(result.files, 'spool file')}"
     if result.quarantined:

@@ -6,7 +6,6 @@ from typing import Annotated
 
 from cyclopts import Parameter
 
-from gitmem.app import browse
 from gitmem.cli.render import line, show_lines
 from gitmem.cli.root import (
     DEFAULT_COMMON,
@@ -54,6 +53,8 @@ def log(
     now
         The time --since and --until count back from (reproducible output).
     """
+    from gitmem.app import browse
+
     check_branch("--branch", branch)
     if limit is not None:
         in_range("--limit", limit, 1, MAX_LOG_LIMIT)
@@ -84,6 +85,8 @@ def show(id: str, *, common: Common = DEFAULT_COMMON) -> Output:
     id
         The event's id or a unique prefix of it.
     """
+    from gitmem.app import browse
+
     event = browse.show(common.repo, id)
     return Output(
         event.to_json() | {"id": event.id, "branch": event.branch, "commit": event.commit},
@@ -95,6 +98,8 @@ def show(id: str, *, common: Common = DEFAULT_COMMON) -> Output:
 @app.command
 def status(*, common: Common = DEFAULT_COMMON) -> Output:
     """Summarise this repository's memory."""
+    from gitmem.app import browse
+
     info = browse.status(common.repo)
     last = format_time(info.last_event_time) if info.last_event_time else "never"
     text = (

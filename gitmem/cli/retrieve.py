@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from cyclopts import Parameter
 
-from gitmem.app import retrieve
 from gitmem.cli.render import sid
 from gitmem.cli.root import (
     DEFAULT_COMMON,
@@ -91,6 +90,8 @@ def index(
     no_embed
         Skip embeddings (full-text search only until a query embeds them).
     """
+    from gitmem.app import retrieve
+
     with _progress_bar() as progress:
         report = retrieve.index(common.repo, rebuild=rebuild, embed=not no_embed, progress=progress)
     text = {
@@ -145,6 +146,8 @@ def search(
     now
         The time recency and --since/--until count from (reproducible output).
     """
+    from gitmem.app import retrieve
+
     in_range("--limit", limit, 1, MAX_RESULTS)
     result = retrieve.search(
         common.repo,
@@ -231,6 +234,8 @@ def context(
     now
         The time the pack is built for (reproducible output).
     """
+    from gitmem.app import retrieve
+
     in_range("--budget", budget, 1, MAX_BUDGET)
     pack = retrieve.context(
         common.repo,
@@ -270,6 +275,8 @@ def ask(
     now
         The time recency counts from (reproducible output).
     """
+    from gitmem.app import retrieve
+
     in_range("--limit", limit, 1, MAX_ASK)
     result = retrieve.ask(
         common.repo,

@@ -10,16 +10,18 @@ parse arguments, call a use case in :mod:`gitmem.app`, and return an
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from cyclopts import App, Parameter
 
 from gitmem import __version__
-from gitmem.app.browse import Filters
 from gitmem.app.record import Who
 from gitmem.errors import ExitCode, UsageError
 from gitmem.memory.timespec import parse_time
 from gitmem.storage.clock import wall_us
+
+if TYPE_CHECKING:
+    from gitmem.app.browse import Filters
 
 
 @dataclass
@@ -80,6 +82,8 @@ class FilterOptions:
     "Only events before this time (same forms as --since)."
 
     def filters(self) -> Filters:
+        from gitmem.app.browse import Filters
+
         return Filters(
             types=tuple(self.type or ()),
             sessions=tuple(self.session or ()),

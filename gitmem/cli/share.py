@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from gitmem.app import share
 from gitmem.cli.render import sync_lines
 from gitmem.cli.root import DEFAULT_COMMON, Common, Output, app, check_branch
 from gitmem.errors import UsageError
@@ -12,6 +11,8 @@ from gitmem.records.brancharg import CURRENT_BRANCH
 
 
 def _sync(common: Common, remote: str | None, *, pull: bool, push: bool, verb: str) -> Output:
+    from gitmem.app import share
+
     report = share.sync(common.repo, remote, pull=pull, push=push)
     data = report.to_json()
     head = f"{verb} {report.remote}"
@@ -82,6 +83,8 @@ def merge(branch: str, *, into: str | None = None, common: Common = DEFAULT_COMM
     into
         The branch whose memory receives it (default: the current branch).
     """
+    from gitmem.app import share
+
     check_branch("BRANCH", branch)
     check_branch("--into", into)
     result = share.merge(common.repo, branch, CURRENT_BRANCH if into is None else into)
@@ -120,6 +123,8 @@ def branches(
     force
         With --prune: also remove unmerged memory, whose own events are lost.
     """
+    from gitmem.app import share
+
     if (dry_run or force) and not prune:
         raise UsageError(
             "--dry-run and --force go with --prune", "git edda branches --prune --dry-run"
@@ -141,6 +146,8 @@ def branches(
 
 
 def _prune(common: Common, *, force: bool, dry_run: bool) -> Output:
+    from gitmem.app import share
+
     entries = share.prune(common.repo, force=force, dry_run=dry_run)
     lines = []
     alive = 0
