@@ -1,6 +1,6 @@
-"""Building the search index: what changed in memory becomes rows, documents
-and vectors (the decision between a full and an incremental build, and the
-order of writes, are in :mod:`gitmem.index.refresh`).
+"""Building the search index, under the builder lock: the choice of a full or
+an incremental build, and what changed in memory becoming rows, documents and
+vectors (the rules and the order of writes: :mod:`gitmem.index.refresh`).
 """
 
 from __future__ import annotations
