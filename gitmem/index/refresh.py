@@ -23,9 +23,10 @@ and vector indexes are rebuilt without the target (the bytes are gone when
 this returns), and the embedding cache drops the target's text digest.
 
 The manifest records a checksum of every file of its generation and one of
-itself (:mod:`gitmem.sidecar.manifest`, :mod:`gitmem.sidecar.integrity`). A file that does not match is damage:
-the tables or the full text damaged mean a full build, the vector index
-damaged means only that index is rebuilt (from the embedding cache).
+itself (:mod:`gitmem.sidecar.manifest`, :mod:`gitmem.sidecar.integrity`). A
+file that does not match is damage: the tables or the full text damaged mean
+a full build, the vector index damaged means only that index is rebuilt
+(from the embedding cache).
 
 The index is a sidecar (:mod:`gitmem.sidecar`: root directory, generations,
 manifest, builder lock, freshness). Here: the policy; the building itself is

@@ -1,8 +1,8 @@
 """A refresh's working state: the generation it updates, and what it did.
 
 :class:`RefreshState` holds one generation's tables and full-text index,
-loaded for updating after checking them against the manifest (or against
-``written.json``, for files a refresh that died before its manifest wrote);
+loaded for updating once they match the manifest (or, for files written by a
+refresh that died before its manifest, ``written.json``);
 :class:`RefreshReport` is what a refresh returns.
 """
 
