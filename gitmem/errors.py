@@ -76,7 +76,8 @@ class FormatError(GitmemError):
 
 
 class IndexDamagedError(GitmemError):
-    """A sidecar index file does not match its manifest or cannot be opened.
+    """A sidecar index file does not match its manifest or cannot be opened
+    (any sidecar: the search index, and next the code graph).
 
     The indexes are derived data: whoever catches this rebuilds them. Only
     the places that detect damage raise it, so an unrelated bug (a plain

@@ -29,7 +29,8 @@ from gitmem import Memory
 from gitmem.errors import NotFoundError
 from gitmem.index import table as tables
 from gitmem.index.fulltext import analyze
-from gitmem.index.refresh import index_root, is_fresh, read_manifest, refresh
+from gitmem.index.manifest import index_root, read_manifest
+from gitmem.index.refresh import is_fresh, refresh
 from gitmem.index.vectors import VECTORS_FILE, key64
 from gitmem.index.view import IndexView
 from gitmem.memory.describe import event_text
@@ -606,8 +607,8 @@ def test_spooled_events_are_visible_when_the_view_opens(tmp_path: Path) -> None:
 HOLDER = """
 import sys
 from pathlib import Path
-from gitmem.index.refresh import builder_lock
-with builder_lock(Path(sys.argv[1]), 10):
+from gitmem.sidecar.lock import builder_lock
+with builder_lock(Path(sys.argv[1]), 10, what="index builder lock"):
     print("locked", flush=True)
     sys.stdin.read()
 """

@@ -177,8 +177,10 @@ def _parquet_format() -> dict[str, Any]:
 
 def _index_formats() -> dict[str, bytes]:
     """The derived sidecar indexes (never the source of truth, but still read back)."""
-    from gitmem.index import fulltext, integrity, table, vectors
-    from gitmem.index.refresh import INDEX_DIR, INDEX_VERSION, MANIFEST, WRITTEN, Manifest
+    from gitmem.index import fulltext, table, vectors
+    from gitmem.index.manifest import INDEX_DIR, INDEX_VERSION, MANIFEST, Manifest
+    from gitmem.sidecar import integrity
+    from gitmem.sidecar.generations import WRITTEN
 
     manifest = _schema(
         Manifest,

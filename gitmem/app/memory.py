@@ -43,7 +43,8 @@ class Memory(Store):
     def fresh_view(self) -> IndexView | None:
         """The index when it is there and up to date with memory (without
         building or refreshing it), else None."""
-        from gitmem.index.refresh import index_root, is_fresh, read_manifest
+        from gitmem.index.manifest import index_root, read_manifest
+        from gitmem.index.refresh import is_fresh
         from gitmem.index.view import IndexView
 
         self.flush()  # pending events first: the index must hold them too

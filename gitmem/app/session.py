@@ -79,8 +79,8 @@ def check_branch_known(location: RepoLocation, branch: str) -> None:
     remote-tracking) nor a branch with memory: reading it would quietly show
     nothing, or only what it would inherit from the trunk."""
     from gitmem.errors import NotFoundError
-    from gitmem.index.refs import memory_tips
     from gitmem.records import layout
+    from gitmem.sidecar.freshness import memory_tips
     from gitmem.storage.locate import read_git_output
 
     if layout.branch_ref(branch) in memory_tips(location):

@@ -10,5 +10,7 @@ Under ``<git common dir>/edda/index/`` gitmem keeps, per repository:
 * ``manifest.json``: the memory tips all of it reflects.
 
 :mod:`gitmem.index.refresh` keeps them current: incrementally when the
-indexed tips are ancestors of the current ones, fully otherwise.
+indexed tips are ancestors of the current ones, fully otherwise. The
+machinery every sidecar shares (generations, the manifest, the builder lock,
+the staleness check) is :mod:`gitmem.sidecar`.
 """

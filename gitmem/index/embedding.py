@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
     from gitmem.embed.base import Embedder
     from gitmem.embed.cache import EmbeddingCache
-    from gitmem.index.refresh import Manifest, Progress, RefreshReport, RefreshState
+    from gitmem.index.manifest import Manifest
+    from gitmem.index.state import Progress, RefreshReport, RefreshState
     from gitmem.index.table import EventRow, TextRow
     from gitmem.memory.api import Memory
 

@@ -11,15 +11,9 @@ import os
 from typing import TYPE_CHECKING
 
 from gitmem.errors import IndexDamagedError, NotFoundError
-from gitmem.index.integrity import unchanged
-from gitmem.index.refresh import (
-    LOCK_TIMEOUT,
-    Manifest,
-    RefreshReport,
-    index_root,
-    is_fresh,
-    read_manifest,
-)
+from gitmem.index.manifest import Manifest, index_root, read_manifest
+from gitmem.index.refresh import LOCK_TIMEOUT, RefreshReport, is_fresh
+from gitmem.sidecar.integrity import unchanged
 from gitmem.storage.gitconfig import Config, read_config
 from gitmem.storage.locate import RepoLocation, locate
 

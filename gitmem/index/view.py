@@ -26,8 +26,9 @@ from gitmem.errors import AmbiguousIdError, IndexDamagedError, NotFoundError, Us
 from gitmem.index import compute as pc
 from gitmem.index import table as tables
 from gitmem.index.decode import rows_to_events
+from gitmem.index.manifest import Manifest, check_generation, index_root
 from gitmem.index.opening import DEFAULT_WAIT
-from gitmem.index.refresh import Manifest, RefreshReport, check_generation, index_root
+from gitmem.index.state import RefreshReport
 from gitmem.memory.event import Event
 from gitmem.memory.follow import TRUNK_TYPES, follow_mode, id_prefix
 from gitmem.memory.query import EventFilter

@@ -31,13 +31,14 @@ from conftest import git, init_repo, isolated_environment, pack_objects, run_cli
 
 from gitmem.capture.sealer import Draft
 from gitmem.errors import IndexDamagedError
-from gitmem.index import refresh as index_refresh
 from gitmem.index import table as tables
 from gitmem.index.fulltext import FullText, analyze
-from gitmem.index.refresh import check_generation, index_root, read_manifest, refresh
+from gitmem.index.manifest import check_generation, index_root, read_manifest
+from gitmem.index.refresh import refresh
 from gitmem.index.vectors import VECTORS_FILE
 from gitmem.index.view import IndexView
 from gitmem.memory.api import Memory
+from gitmem.sidecar import manifest as sidecar_manifest
 from gitmem.storage.locate import locate
 
 NOW = "2031-01-01"
@@ -394,7 +395,7 @@ def test_a_bug_reading_the_manifest_is_not_taken_for_a_missing_one(
     def broken(fields: dict[str, Any]) -> str:
         raise TypeError("a bug, not damage")
 
-    monkeypatch.setattr(index_refresh, "_manifest_checksum", broken)
+    monkeypatch.setattr(sidecar_manifest, "checksum", broken)
     with pytest.raises(TypeError, match="a bug"):
         read_manifest(root)
     with pytest.raises(TypeError, match="a bug"):

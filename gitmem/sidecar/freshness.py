@@ -1,4 +1,5 @@
-"""Memory ref tips read without libgit2: the staleness check on every query.
+"""Is a sidecar fresh? Memory ref tips read without libgit2, compared with
+the ones its manifest recorded: the staleness check on every query.
 
 Reading loose refs and ``packed-refs`` with the standard library takes well
 under a millisecond, where opening the repository with pygit2 costs ~60 ms
@@ -9,6 +10,7 @@ of imports. Repositories with reftable storage fall back to
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from gitmem.records import layout
 from gitmem.storage.locate import RepoLocation, read_git_output
@@ -70,3 +72,20 @@ def memory_tips(location: RepoLocation) -> dict[str, str]:
     refs = _packed(common)
     refs.update(_loose(common))  # a loose ref overrides its packed copy
     return refs
+
+
+def memory_state(location: RepoLocation) -> tuple[dict[str, str], str | None]:
+    """(chain ref -> tip, the payload store's tip) as they are now: what a
+    sidecar built from memory records in its manifest."""
+    tips = memory_tips(location)
+    payloads = tips.pop(layout.PAYLOAD_REF, None)
+    return {r: t for r, t in tips.items() if layout.is_chain_ref(r)}, payloads
+
+
+def reflects_memory(
+    location: RepoLocation, chains: Mapping[str, str], payloads: str | None
+) -> bool:
+    """True when the chain tips and payload store tip a sidecar recorded are
+    the current ones (standard library only)."""
+    now_chains, now_payloads = memory_state(location)
+    return now_chains == chains and now_payloads == payloads

@@ -1,15 +1,16 @@
 """Proving that a generation's files are the ones its manifest describes.
 
-The manifest records, for every file of a generation (the two tables, each
-file of the full-text directory, the vector index), its size and the CRC-32
-of its bytes: ``"<size>:<crc32 as 8 hex digits>"``. A file that differs is
-damage (a flipped bit, a truncation, an older table copied over a newer one,
-a directory where the file should be) and is never read: Arrow and usearch
-map their files without checking them, and a flipped offset in an Arrow file
-can crash the process or silently drop rows.
+A sidecar's manifest records, for every file of a generation (the search
+index: the two tables, each file of the full-text directory, the vector
+index), its size and the CRC-32 of its bytes: ``"<size>:<crc32 as 8 hex
+digits>"``. A file that differs is damage (a flipped bit, a truncation, an
+older table copied over a newer one, a directory where the file should be)
+and is never read: Arrow and usearch map their files without checking them,
+and a flipped offset in an Arrow file can crash the process or silently drop
+rows.
 
-Why CRC-32, checked once per version of a file. At 100,000 events the
-sidecars hold ~135 MB (events table 82 MB, vectors 39 MB, full text 12 MB).
+Why CRC-32, checked once per version of a file. At 100,000 events the search
+index holds ~135 MB (events table 82 MB, vectors 39 MB, full text 12 MB).
 On the 2-core benchmark machine ``zlib.crc32`` reads ~2.8 GB/s, SHA-256
 ~1.5 GB/s and BLAKE2b ~0.55 GB/s; reading every byte on each query would add
 50 ms (CRC-32) to 250 ms (BLAKE2b) to a cold search of ~400 ms. So every byte
@@ -150,4 +151,4 @@ def unchanged(directory: Path, checked: dict[str, Identity]) -> None:
     replaced (a refresh was rewriting it while a reader opened it)."""
     for name, identity in checked.items():
         if _stat(directory, name) != identity:
-            raise IndexDamagedError(f"{name} changed while the index was being opened")
+            raise IndexDamagedError(f"{name} changed while it was being opened")
