@@ -104,6 +104,11 @@ class FullText:
         self.analyzers = _analyzers()
         for name, analyzer in self.analyzers.items():
             index.register_tokenizer(name, analyzer)
+        # Reload only when told to (after our own commits): the default policy
+        # starts a thread that watches meta.json and touches the directory for
+        # as long as the index lives, which outlives close() and races with
+        # whoever replaces the files.
+        index.config_reader(reload_policy="Manual")
         self.index: tantivy.Index | None = index  # None once closed
 
     def close(self) -> None:
