@@ -1,0 +1,189 @@
+"""Run the real Claude Code CLI offline, against a scripted model.
+
+``Claude`` owns a project directory and a fresh ``HOME`` (in which the project
+is marked trusted, so project settings and hooks apply); ``Claude.run(prompt,
+script)`` starts a :class:`~scripted_model.ScriptedModel`, runs ``claude -p
+PROMPT --output-format json`` in the project against it, and returns the
+parsed result together with every request the model received.
+
+``find_claude()`` locates the CLI: ``GITMEM_CLAUDE_BIN``, else the cache that
+``install_claude.sh`` fills (installing it there when npm is available).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scripted_model import Request, ScriptedModel, Turn
+
+HERE = Path(__file__).resolve().parent
+INSTALL = HERE / "install_claude.sh"
+
+# Read once, at import: the suite's autouse fixture later points HOME at a
+# temporary directory and drops GITMEM_* variables, which would hide the cache.
+_ENV = dict(os.environ)
+
+# What Claude Code needs from the surrounding environment; everything else
+# (the developer's ANTHROPIC_*/CLAUDE_* variables, a CLAUDECODE marker when the
+# suite itself runs inside Claude Code, proxies) stays out.
+_PASS = ("PATH", "LANG", "LC_ALL", "TERM", "TMPDIR", "SYSTEMROOT")
+
+
+def find_claude() -> tuple[Path | None, str]:
+    """The ``claude`` binary and its version, or None and the reason it is missing.
+
+    Installs it into the cache on first use when npm is available (the install
+    script is idempotent and prints the binary's path, or nothing)."""
+    explicit = _ENV.get("GITMEM_CLAUDE_BIN")
+    if explicit:
+        candidate: Path | None = Path(explicit)
+    else:
+        try:
+            out = subprocess.run(
+                ["bash", str(INSTALL)], env=_ENV, capture_output=True, text=True, timeout=600
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return None, f"install_claude.sh could not run: {exc}"
+        path = out.stdout.strip().splitlines()[-1:] if out.stdout.strip() else []
+        if not path:
+            why = out.stderr.strip().splitlines()[-1:] or ["no binary"]
+            return None, why[0]
+        candidate = Path(path[0])
+    try:
+        version = subprocess.run(
+            [str(candidate), "--version"], capture_output=True, text=True, timeout=60, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"{candidate} --version failed: {exc}"
+    return candidate, version
+
+
+@dataclass
+class ClaudeRun:
+    """One ``claude -p`` run: its JSON result, what the model saw, how it went."""
+
+    result: dict[str, Any]
+    requests: list[Request]
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+    unused: list[Turn]
+
+    @property
+    def turns(self) -> list[Request]:
+        """The agent's requests to the model (side requests left out)."""
+        return [r for r in self.requests if r.is_agent_turn]
+
+
+class Claude:
+    """A project and a home for Claude Code; ``run`` it with a script."""
+
+    def __init__(self, binary: Path, version: str, root: Path) -> None:
+        self.binary = binary
+        self.version = version
+        self.home = root / "home"
+        self.project = root / "project"
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.project.mkdir(parents=True, exist_ok=True)
+        self.trust(self.project)
+
+    def trust(self, directory: Path) -> None:
+        """Mark ``directory`` trusted in ``~/.claude.json`` (project settings,
+        hooks and permissions apply only to trusted workspaces)."""
+        config_path = self.home / ".claude.json"
+        config = json.loads(config_path.read_text()) if config_path.exists() else {}
+        projects = config.setdefault("projects", {})
+        projects.setdefault(str(directory.resolve()), {})["hasTrustDialogAccepted"] = True
+        config_path.write_text(json.dumps(config, indent=2))
+
+    def settings(self, settings: Mapping[str, Any]) -> Path:
+        """Write the project's shared ``.claude/settings.json``."""
+        path = self.project / ".claude" / "settings.json"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(json.dumps(settings, indent=2))
+        return path
+
+    def hooks(self, events: Iterable[str], command: Sequence[str]) -> Path:
+        """Register one command hook for each event (every tool matched)."""
+        line = shlex.join(command)
+        entry = {"hooks": [{"type": "command", "command": line}]}
+        return self.settings(
+            {"hooks": {e: [{"matcher": "*", **entry} if "Tool" in e else entry] for e in events}}
+        )
+
+    def env(self, base_url: str) -> dict[str, str]:
+        """The environment Claude Code runs in: offline, a fresh home."""
+        env = {k: _ENV[k] for k in _PASS if k in _ENV}
+        env.update(
+            HOME=str(self.home),
+            XDG_CONFIG_HOME=str(self.home / ".config"),
+            ANTHROPIC_BASE_URL=base_url,
+            ANTHROPIC_API_KEY="test",
+            DISABLE_TELEMETRY="1",
+            DISABLE_AUTOUPDATER="1",
+            DISABLE_ERROR_REPORTING="1",
+            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        )
+        return env
+
+    def run(
+        self,
+        prompt: str,
+        script: Sequence[Turn],
+        *,
+        allowed_tools: Sequence[str] = ("Bash",),
+        args: Sequence[str] = (),
+        cwd: Path | None = None,
+        timeout: float = 60,
+        check: bool = True,
+    ) -> ClaudeRun:
+        """Run ``claude -p prompt`` with the model answering from ``script``."""
+        command = [str(self.binary), "-p", prompt, "--output-format", "json"]
+        if allowed_tools:
+            command += ["--allowedTools", ",".join(allowed_tools)]
+        command += args
+        with ScriptedModel(list(script)) as model:
+            start = time.monotonic()
+            proc = subprocess.run(
+                command,
+                cwd=cwd or self.project,
+                env=self.env(model.url),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+            seconds = time.monotonic() - start
+            requests, unused = list(model.requests), model.unused
+        try:
+            result = json.loads(proc.stdout)
+        except ValueError:
+            result = {}
+        run = ClaudeRun(result, requests, proc.returncode, proc.stdout, proc.stderr, seconds, unused)
+        if check and (proc.returncode != 0 or result.get("is_error") is not False):
+            raise AssertionError(
+                f"claude exited {proc.returncode}\nstdout: {proc.stdout[-2000:]}\n"
+                f"stderr: {proc.stderr[-2000:]}"
+            )
+        return run
+
+
+def recorder(path: Path) -> list[str]:
+    """A hook command that appends its stdin (one JSON payload) to ``path``
+    as a line, and prints nothing."""
+    code = (
+        "import sys\n"
+        "data = sys.stdin.buffer.read().strip()\n"
+        f"with open({str(path)!r}, 'ab') as f: f.write(data + b'\\n')\n"
+    )
+    return [sys.executable, "-I", "-S", "-c", code]
