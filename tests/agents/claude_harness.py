@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scripted_model import Request, ScriptedModel, Turn
+from agents.scripted_model import Request, ScriptedModel, Turn
 
 HERE = Path(__file__).resolve().parent
 INSTALL = HERE / "install_claude.sh"
@@ -169,7 +169,9 @@ class Claude:
             result = json.loads(proc.stdout)
         except ValueError:
             result = {}
-        run = ClaudeRun(result, requests, proc.returncode, proc.stdout, proc.stderr, seconds, unused)
+        run = ClaudeRun(
+            result, requests, proc.returncode, proc.stdout, proc.stderr, seconds, unused
+        )
         if check and (proc.returncode != 0 or result.get("is_error") is not False):
             raise AssertionError(
                 f"claude exited {proc.returncode}\nstdout: {proc.stdout[-2000:]}\n"

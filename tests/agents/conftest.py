@@ -10,7 +10,8 @@ import fcntl
 from pathlib import Path
 
 import pytest
-from claude_harness import Claude, find_claude
+
+from agents.claude_harness import Claude, find_claude
 
 
 @pytest.fixture(scope="session")

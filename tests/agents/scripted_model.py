@@ -3,11 +3,13 @@ Code CLI runs offline: it answers ``POST /v1/messages`` from a list of turns,
 streamed as server-sent events the way the real API streams them, and records
 every request it receives so that a test can assert what reached the model.
 
-Only the agent's own loop consumes the script. Claude Code also sends side
-requests (a title for the session, a quota probe, ...): they carry no ``tools``
-and get a short canned answer, so a script does not depend on how many of them
-a given CLI version makes. Every other endpoint answers 404, which the CLI
-treats as "not available" when it runs with non-essential traffic disabled.
+Only the agent's own loop consumes the script: a request that offers no
+``tools`` (Claude Code has made side requests for titles or quota probes) gets a
+short canned answer, so a script does not depend on how many of those a CLI
+version makes. Version 2.1.330 with non-essential traffic off sends nothing but
+``POST /v1/messages?beta=true``; with it on, it also sends ``HEAD /api/hello``
+first (answered 200 here). ``count_tokens`` is answered; any other path gets
+the API's 404 error body.
 """
 
 from __future__ import annotations
@@ -98,8 +100,7 @@ class ScriptedModel:
     @property
     def url(self) -> str:
         assert self._server is not None, "the server is not running"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     @property
     def turns(self) -> list[Request]:
@@ -119,7 +120,7 @@ class ScriptedModel:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 pass  # the test reads ``requests`` instead
 
             def _record(self) -> Request:
@@ -143,7 +144,10 @@ class ScriptedModel:
                     self.wfile.write(payload)
 
             def _not_found(self) -> None:
-                error = {"type": "error", "error": {"type": "not_found_error", "message": "scripted"}}
+                error = {
+                    "type": "error",
+                    "error": {"type": "not_found_error", "message": "scripted"},
+                }
                 self._send(404, json.dumps(error).encode(), "application/json")
 
             def do_GET(self) -> None:
@@ -218,9 +222,16 @@ def _sse(turn: Turn) -> bytes:
             ("content_block_stop", {"index": index}),
         ]
     events += [
-        ("message_delta", {"delta": {"stop_reason": turn.stop_reason, "stop_sequence": None}, "usage": {"output_tokens": 10}}),
+        (
+            "message_delta",
+            {
+                "delta": {"stop_reason": turn.stop_reason, "stop_sequence": None},
+                "usage": {"output_tokens": 10},
+            },
+        ),
         ("message_stop", {}),
     ]
     return b"".join(
-        f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n".encode() for name, data in events
+        f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n".encode()
+        for name, data in events
     )

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from claude_harness import _ENV, Claude, recorder
-from scripted_model import Request, call, say
+
+from agents.claude_harness import _ENV, Claude, recorder
+from agents.scripted_model import Request, call, say
 
 pytestmark = pytest.mark.claude
 
@@ -93,7 +94,10 @@ def test_the_cli_runs_a_scripted_tool_call_and_the_model_gets_its_result(claude:
 
 def test_a_session_start_hooks_context_reaches_the_model(claude: Claude) -> None:
     output = {
-        "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "MEMORY-CANARY"}
+        "hookSpecificOutput": {
+            "hookEventName": "SessionStart",
+            "additionalContext": "MEMORY-CANARY",
+        }
     }
     hook = [sys.executable, "-I", "-S", "-c", f"print({json.dumps(json.dumps(output))})"]
     claude.hooks(["SessionStart"], hook)
@@ -103,15 +107,15 @@ def test_a_session_start_hooks_context_reaches_the_model(claude: Claude) -> None
     (first,) = run.turns
     injected = [t for t in system_texts(first) if t.startswith(SESSION_START_PREFIX)]
     assert len(injected) == 1, system_texts(first)
-    assert injected[0].removeprefix(SESSION_START_PREFIX).split("\n\n")[0].strip() == "MEMORY-CANARY"
+    assert (
+        injected[0].removeprefix(SESSION_START_PREFIX).split("\n\n")[0].strip() == "MEMORY-CANARY"
+    )
 
 
 def scrub(value: Any, replacements: list[tuple[str, str]]) -> Any:
     """Paths and ids replaced by stable placeholders, timings by 0."""
     if isinstance(value, dict):
-        return {
-            k: 0 if k == "duration_ms" else scrub(v, replacements) for k, v in value.items()
-        }
+        return {k: 0 if k == "duration_ms" else scrub(v, replacements) for k, v in value.items()}
     if isinstance(value, list):
         return [scrub(v, replacements) for v in value]
     if isinstance(value, str):
@@ -139,14 +143,15 @@ def test_hooks_receive_the_real_payloads_which_match_the_golden_files(claude: Cl
         say("all done"),
     ]
 
-    run = claude.run(
-        "exercise the tools", script, allowed_tools=("Bash", "Write", "Edit", "Read")
-    )
+    run = claude.run("exercise the tools", script, allowed_tools=("Bash", "Write", "Edit", "Read"))
 
     assert not run.unused and target.read_text() == "two\n"
     payloads = [json.loads(line) for line in log.read_text().splitlines()]
     events = [p["hook_event_name"] for p in payloads]
-    assert events[:2] == ["SessionStart", "UserPromptSubmit"] and events[-2:] == ["Stop", "SessionEnd"]
+    assert events[:2] == ["SessionStart", "UserPromptSubmit"] and events[-2:] == [
+        "Stop",
+        "SessionEnd",
+    ]
     assert [payload_name(p) for p in payloads if p["hook_event_name"] == "PostToolUse"] == [
         "PostToolUse.Bash",
         "PostToolUse.Write",
