@@ -261,3 +261,23 @@ def test_other_commands_never_import_the_sdk(tmp_path: Path) -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_an_unexpected_failure_is_a_tool_error_logged_with_secrets_masked(repo: Path) -> None:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from gitmem.mcp.server import Tools
+
+    tools = Tools(repo)
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    with pytest.raises(ToolError) as raised, tools.call("search"):
+        raise RuntimeError(f"broke near {token}")
+    message = str(raised.value)
+    assert message.startswith("internal error in search: RuntimeError (details in ")
+    assert token not in message
+    log = Path(message.rsplit("details in ", 1)[1].rstrip(")"))
+    assert log.name == "mcp.log" and log.parent.name == "log"
+    written = log.read_text()
+    assert "RuntimeError: broke near" in written and token not in written
+    with tools.call("log"):  # the next call runs: the lock was released
+        pass
