@@ -316,6 +316,7 @@ def test_every_commands_json_is_an_object(one_of_each: Path, tmp_path: Path) -> 
         ("merge",): ("merge", "feat"),
         ("branches",): ("branches",),
         ("help",): ("help", "search"),
+        ("mcp",): ("mcp",),  # standard input is empty: the server stops at once
     }
     ok(one_of_each, "export", "--output", str(bundle))
     with_json = {
