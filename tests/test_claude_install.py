@@ -301,9 +301,7 @@ def test_user_and_local_together_is_a_usage_error(repo: Path) -> None:
         "\ufeff{}",  # a byte order mark: not what JSON allows
     ],
 )
-def test_a_settings_file_that_is_not_valid_json_is_refused_untouched(
-    repo: Path, text: str
-) -> None:
+def test_a_settings_file_that_is_not_valid_json_is_refused_untouched(repo: Path, text: str) -> None:
     shared(repo).parent.mkdir()
     shared(repo).write_text(text)
     code, out, err = run(repo, "install", "claude")
@@ -379,7 +377,13 @@ def test_doctor_fails_with_hints_when_something_is_missing(repo: Path, tmp_path:
 
 # -- property: install then uninstall is the identity ------------------------------------------
 _names = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=8)
-_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | _names
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | _names
+)
 _json = st.recursive(
     _scalars,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_names, inner, max_size=3),
