@@ -312,6 +312,11 @@ def _undo(path: Path, backup: Path, remove: Any, has_ours: Any) -> tuple[Action,
     return "updated", update
 
 
+def _has_our_server(config: dict[str, Any]) -> bool:
+    servers = config.get("mcpServers")
+    return isinstance(servers, dict) and cs.mcp_is_ours(servers.get(cs.MCP_SERVER))
+
+
 def _drop_backup(backup: Path) -> None:
     for name in (backup, Path(str(backup) + _ABSENT)):
         try:
@@ -356,7 +361,7 @@ def uninstall(repo: Repo = None, *, scope: Scope = "project") -> Uninstalled:
             mpath,
             _backup_path(location, "mcp"),
             lambda value, base: cs.without_mcp(value, str(mpath), base),
-            lambda value: cs.mcp_is_ours((value.get("mcpServers") or {}).get(cs.MCP_SERVER)),
+            lambda value: _has_our_server(value),
         )
     for step in (do, mdo):
         if step is not None:
