@@ -317,6 +317,9 @@ def test_every_commands_json_is_an_object(one_of_each: Path, tmp_path: Path) -> 
         ("branches",): ("branches",),
         ("help",): ("help", "search"),
         ("mcp",): ("mcp",),  # standard input is empty: the server stops at once
+        ("install", "claude"): ("install", "claude"),
+        ("uninstall", "claude"): ("uninstall", "claude"),
+        ("doctor",): ("doctor",),  # exits 1 here (no git hooks): checked below
     }
     ok(one_of_each, "export", "--output", str(bundle))
     with_json = {
@@ -325,11 +328,13 @@ def test_every_commands_json_is_an_object(one_of_each: Path, tmp_path: Path) -> 
         if any(a.name == "--json" for a in sub.assemble_argument_collection())
     }
     assert with_json <= set(runs), with_json - set(runs)  # a new command: add it above
-    for words in sorted(with_json):
+    for words in sorted(with_json - {("doctor",)}):
         out = ok(one_of_each, *runs[words], "--json")
         assert isinstance(json.loads(out), dict), (words, out[:200])
     code, out, _ = run_cli(one_of_each, "show", "abcdef12", "--json")
     assert code == 3 and isinstance(json.loads(out), dict)
+    code, out, _ = run_cli(one_of_each, *runs[("doctor",)], "--json")
+    assert code == 1 and isinstance(json.loads(out), dict)
 
 
 # 9. pager and colour ---------------------------------------------------------------------------

@@ -3,7 +3,18 @@ importing the modules that define them (one per command group)."""
 
 from __future__ import annotations
 
-from gitmem.cli import admin, browse, manual, mcp, record, retrieve, share
+from gitmem.cli import admin, agents, browse, manual, mcp, record, retrieve, share
 from gitmem.cli.root import Output, app
 
-__all__ = ["Output", "admin", "app", "browse", "manual", "mcp", "record", "retrieve", "share"]
+__all__ = [
+    "Output",
+    "admin",
+    "agents",
+    "app",
+    "browse",
+    "manual",
+    "mcp",
+    "record",
+    "retrieve",
+    "share",
+]

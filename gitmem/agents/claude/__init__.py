@@ -1,0 +1,1 @@
+"""Claude Code: its settings files and hooks."""
