@@ -1,0 +1,1 @@
+"""Claude Code: hooks (``git edda hook claude``)."""
