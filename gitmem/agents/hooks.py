@@ -23,12 +23,13 @@ from gitmem.agents import state
 from gitmem.agents.translate import DEFAULT_EXCLUDES, Excluder, Translator, session_of
 from gitmem.capture.main import DEFAULT_MAX_CAPTURE_BYTES, spool_drafts
 from gitmem.githooks.run import log
+from gitmem.storage import lock
 from gitmem.storage.gitconfig import get_int, read_config
 from gitmem.storage.locate import RepoLocation, locate
-from gitmem.storage.lock import limit_waits
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
     from gitmem.capture.sealer import Draft
@@ -53,7 +54,7 @@ class HookCall:
         self.session = session_of(payload)
         self.config: Config = read_config(location)
         excludes = [*DEFAULT_EXCLUDES, *self.config.get("edda.excludepath", [])]
-        self.translator = Translator(location.workdir, Excluder(excludes), agent)
+        self.translator = Translator(location.work_path, Excluder(excludes), agent)
 
     @property
     def repo(self) -> str:
@@ -71,7 +72,7 @@ class HookCall:
         if self.session:
             state.save(self.location, self.session, data)
 
-    def capture(self, drafts: list[Draft], journal: list[tuple[str, str]] = ()) -> None:  # type: ignore[assignment]
+    def capture(self, drafts: list[Draft], journal: Sequence[tuple[str, str]] = ()) -> None:
         """Spool ``drafts`` in the session's capsule, then note them in its journal."""
         if drafts:
             capsule = self.state().get("capsule")
@@ -113,10 +114,19 @@ def _where(repo: str | None, payload: dict[str, Any]) -> str | None:
 
 def run_hook(agent: str, repo: str | None, rest: list[str]) -> int:
     """Handle one hook call of ``agent`` (claude or generic); always 0."""
+    # In-process callers (tests, a daemon) keep their own cap afterwards.
+    previous = lock._wait_limit
+    lock.limit_waits(HOOK_LOCK_WAIT)
+    try:
+        return _run(agent, repo, rest)
+    finally:
+        lock.limit_waits(previous)
+
+
+def _run(agent: str, repo: str | None, rest: list[str]) -> int:
     location: RepoLocation | None = None
     out: dict[str, Any] | None = None
     try:
-        limit_waits(HOOK_LOCK_WAIT)
         try:
             payload = read_payload(sys.stdin.buffer)
         except (ValueError, OSError) as exc:

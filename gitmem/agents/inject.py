@@ -13,7 +13,6 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from gitmem.agents import state
-from gitmem.agents.translate import session_of
 
 if TYPE_CHECKING:
     from gitmem.agents.hooks import HookCall
@@ -158,7 +157,8 @@ def edit_warning(call: HookCall) -> str | None:
     text = "\n".join(lines)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
     data = call.state()
-    warned = data.get("warned") if isinstance(data.get("warned"), list) else []
+    stored = data.get("warned")
+    warned: list[Any] = stored if isinstance(stored, list) else []
     if digest in warned:
         return None
     data["warned"] = [*warned, digest][-WARNED_KEPT:]
@@ -193,14 +193,10 @@ def session_end(call: HookCall) -> None:
     with open_writer(call.repo) as mem:
         mem.flush()
         events = mem.events(EventFilter(capsules=[capsule]), all_branches=True)
-        if any(e.type == "capsule_close" and e.field("capsule") == capsule for e in events):
-            closed = True
-        else:
-            closed = False
+        if not any(e.type == "capsule_close" and e.field("capsule") == capsule for e in events):
             reason = call.payload.get("reason")
             summary = summarize(events, reason if isinstance(reason, str) else "")
             mem.close_capsule(capsule, summary, closed=False, session=session, agent=call.agent)
-    del closed
     clear_active(call.location, capsule=capsule)
     data = call.state()
     data.pop("capsule", None)
@@ -269,13 +265,3 @@ def _distinct(values: Any) -> list[str]:
         if value and value not in out:
             out.append(value)
     return out
-
-
-__all__ = [
-    "edit_warning",
-    "prompt_block",
-    "session_end",
-    "session_of",
-    "session_start",
-    "summarize",
-]

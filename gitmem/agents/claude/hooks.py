@@ -56,8 +56,10 @@ def handle(call: HookCall) -> str | None:
             entries = []  # PreCompact wrote those; this adds Claude Code's own summary
         call.capture(translate.checkpoint(payload, entries))
     elif event == "UserPromptSubmit":
-        captured = _guarded(call, "capture", lambda: call.capture(*translate.prompt(payload)))
-        del captured
+        try:  # a failed capture must not cost the injection
+            call.capture(*translate.prompt(payload))
+        except Exception as exc:
+            call.log(f"capture failed: {type(exc).__name__}: {exc}")
         from gitmem.agents import inject
 
         return inject.prompt_block(call)
@@ -75,14 +77,3 @@ def handle(call: HookCall) -> str | None:
 
         inject.session_end(call)
     return None
-
-
-def _guarded(call: HookCall, what: str, work: object) -> bool:
-    """Run ``work``; on failure log it and go on (capture failing must not
-    cost the injection that follows, nor the other way round)."""
-    try:
-        work()  # type: ignore[operator]
-    except Exception as exc:
-        call.log(f"{what} failed: {type(exc).__name__}: {exc}")
-        return False
-    return True
