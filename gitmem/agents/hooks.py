@@ -115,7 +115,7 @@ def _where(repo: str | None, payload: dict[str, Any]) -> str | None:
 def run_hook(agent: str, repo: str | None, rest: list[str]) -> int:
     """Handle one hook call of ``agent`` (claude or generic); always 0."""
     # In-process callers (tests, a daemon) keep their own cap afterwards.
-    previous = lock._wait_limit
+    previous = lock.wait_limit()
     lock.limit_waits(HOOK_LOCK_WAIT)
     try:
         return _run(agent, repo, rest)

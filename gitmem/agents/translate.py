@@ -31,7 +31,7 @@ FILES_MAX = 50  # file names one observation lists
 
 
 class Excluder:
-    """Decides which paths are never captured with their content (globs
+    """Decides which paths are captured by name only, never with content (globs
     matched against the repository-relative path and each of its suffixes,
     so ``node_modules/**`` also excludes ``web/node_modules/x.js``)."""
 
@@ -83,8 +83,10 @@ class Translator:
         tin = _dict(payload.get("tool_input"))
         response = payload.get("tool_response")
         paths = [p for p in (self.rel(v) for v in _paths_of(tool, tin, response)) if p]
+        # An excluded file is named (the agent touched it) but its content,
+        # an edit's text or a command's output, is never recorded.
         hidden = any(self.excluder.excluded(p) for p in paths)
-        paths = [p for p in paths if not self.excluder.excluded(p)][:FILES_MAX]
+        paths = paths[:FILES_MAX]
         body: dict[str, Any] = {"kind": "tool_call", "tool": tool}
         journal: list[tuple[str, str]] = []
         if tool == "Bash":
