@@ -52,7 +52,8 @@ def to_claude(data: dict[str, Any]) -> dict[str, Any]:
         tool_input["command" if tool == "Bash" else "input"] = data["input"]
     files = data.get("files")
     if isinstance(files, list) and files and isinstance(files[0], str):
-        tool_input.setdefault("file_path", files[0])
+        tool_input.setdefault("file_path", files[0])  # what an edit warning checks
+        tool_input["files"] = files
     output = data.get("output")
     response: dict[str, Any] = {"stdout": output} if isinstance(output, str) else {}
     if isinstance(output, dict):

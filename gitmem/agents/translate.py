@@ -110,7 +110,8 @@ class Translator:
                 body["input"] = _clip(query, INPUT_CHARS)
             journal += [("read", p) for p in paths]
         elif not hidden:  # MCP tools (mcp__server__tool) and every other tool
-            body["input"] = _clip(_as_text(tin), INPUT_CHARS)
+            if tin:
+                body["input"] = _clip(_as_text(tin), INPUT_CHARS)
             if not failed and response is not None:
                 body["result"] = _clip(_as_text(response), OUTPUT_HEAD + OUTPUT_TAIL)
         if paths:
@@ -229,6 +230,9 @@ def _as_text(value: Any) -> str:
 def _paths_of(tool: str, tin: dict[str, Any], response: Any) -> list[Any]:
     """The files a tool call names (its input, and for searches what it found)."""
     found: list[Any] = [tin.get("file_path"), tin.get("notebook_path")]
+    listed = tin.get("files")  # the generic protocol's list of files
+    if isinstance(listed, list):
+        found += listed[:FILES_MAX]
     if tool in ("Grep", "Glob", "LS"):
         found.append(tin.get("path"))
         names = _dict(response).get("filenames")
@@ -245,9 +249,7 @@ def _edit_summary(tool: str, tin: dict[str, Any]) -> str:
     """An edit as ``-old``/``+new`` lines; a whole-file write as its size."""
     if tool == "Write":
         content = _str(tin.get("content"))
-        return (
-            f"wrote {content.count(chr(10)) + bool(content)} lines" if content else "wrote the file"
-        )
+        return f"wrote {len(content.splitlines())} lines" if content else "wrote the file"
     edits = tin.get("edits") if tool == "MultiEdit" else [tin]
     out = []
     for edit in edits if isinstance(edits, list) else []:

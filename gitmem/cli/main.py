@@ -216,10 +216,15 @@ def hook_route(argv: Sequence[str]) -> tuple[str, str | None, list[str]] | None:
         del args[:2]
     if len(args) < 2 or args[0] != "hook" or args[1] not in _HOOK_AGENTS:
         return None
-    rest = args[2:]
-    while len(rest) > 1 and rest[0] in _GLOBAL_WITH_VALUE:
-        repo = rest[1]
-        del rest[:2]
+    rest: list[str] = []
+    words = iter(args[2:])
+    for word in words:
+        if word in _GLOBAL_WITH_VALUE:
+            repo = next(words, repo)
+        elif word.startswith("--repo="):
+            repo = word.removeprefix("--repo=")
+        else:
+            rest.append(word)
     return args[1], repo, rest
 
 
