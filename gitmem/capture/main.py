@@ -27,7 +27,11 @@ from gitmem.storage.lock import limit_waits
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
+
+    from gitmem.storage.gitconfig import Config
+    from gitmem.storage.locate import RepoLocation
 
 _FIELDS = ("type", "body", "session", "agent", "capsule", "branch", "time")
 LOCK_WAIT = 1.0  # seconds capture waits for the clock lock before giving up
@@ -116,6 +120,13 @@ def capture(text: str | None, cwd: str | None = None, *, stream: Any = None) -> 
         raise UsageError(
             f"standard input is not JSON: {exc}", "send one JSON event per line"
         ) from None
+    return spool_drafts(location, config, drafts)
+
+
+def spool_drafts(location: RepoLocation, config: Config, drafts: Sequence[Draft]) -> list[str]:
+    """Seal ``drafts`` (validated, scrubbed, truncated) and write them durably
+    to the capture spool in one file; return their ids. The boundary every
+    fresh-process capture goes through (``gitmem-capture``, agent hooks)."""
     sealed = Sealer(location, config).seal(drafts)
     spool.write_spool(
         location.state_path,

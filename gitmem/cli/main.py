@@ -7,16 +7,19 @@ code (through :func:`gitmem.errors.exit_code_for`).
 
 from __future__ import annotations
 
-import json
 import os
-import shlex
 import sys
-import traceback
-from collections.abc import Sequence
-from datetime import UTC, datetime
 
-from gitmem.cli.terminal import PLAIN, Terminal, read_settings, use, write
 from gitmem.errors import ExitCode, GitmemError, exit_code_for
+
+# Agent hooks (``git edda hook claude``) run on every tool call and must start
+# in milliseconds: this module imports only what they share with it, and the
+# rest lazily (the terminal's settings alone cost ~14 ms).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from gitmem.cli.terminal import Terminal
 
 _WITHHELD = "[gitmem: text withheld: the secret scrubber failed]"
 
@@ -53,6 +56,10 @@ def log_internal_error(exc: BaseException, argv: Sequence[str]) -> str | None:
     """Append the command line and traceback, secrets masked, to the cli.log of
     the repository the command ran on; return its path (None if it cannot)."""
     try:
+        import shlex
+        import traceback
+        from datetime import UTC, datetime
+
         from gitmem.storage.locate import locate
 
         command = _masked(shlex.join(["git", "edda", *argv]))
@@ -111,6 +118,8 @@ def _usage_message(exc: Exception) -> str:
 def _terminal(argv: Sequence[str], want_json: bool) -> Terminal:
     """This run's colour and pager (none for --json), made the settings
     rendering consults: colour must be known before the command renders."""
+    from gitmem.cli.terminal import PLAIN, read_settings, use
+
     terminal = (
         PLAIN
         if want_json
@@ -126,10 +135,20 @@ def _terminal(argv: Sequence[str], want_json: bool) -> Terminal:
 
 def run(argv: Sequence[str]) -> int:
     """Run ``git edda`` with ``argv``; return the exit code."""
+    hook = hook_route(argv)
+    if hook is not None:
+        # Before cyclopts and the rest of the CLI: Claude Code waits for this
+        # process on every tool call (gitmem.agents.claude.hooks).
+        from gitmem.agents.hooks import run_hook
+
+        return run_hook(*hook)
+    import json
+
     from cyclopts import CycloptsError
 
     from gitmem.cli.commands import Output, app
     from gitmem.cli.introspect import command_words, help_request
+    from gitmem.cli.terminal import write
 
     argv = hoist_global_options(argv)
     want_json = "--json" in argv
@@ -182,6 +201,31 @@ def run(argv: Sequence[str]) -> int:
         # not with success either, as git does.
         return int(ExitCode.ERROR)
     return int(result.code)
+
+
+_HOOK_AGENTS = ("claude", "generic")
+
+
+def hook_route(argv: Sequence[str]) -> tuple[str, str | None, list[str]] | None:
+    """``(agent, repo, rest)`` when ``argv`` is ``[-C PATH] hook claude|generic …``
+    (the fast path that bypasses the command parser), else None."""
+    args = list(argv)
+    repo = None
+    while len(args) > 1 and args[0] in _GLOBAL_WITH_VALUE:
+        repo = args[1]
+        del args[:2]
+    if len(args) < 2 or args[0] != "hook" or args[1] not in _HOOK_AGENTS:
+        return None
+    rest: list[str] = []
+    words = iter(args[2:])
+    for word in words:
+        if word in _GLOBAL_WITH_VALUE:
+            repo = next(words, repo)
+        elif word.startswith("--repo="):
+            repo = word.removeprefix("--repo=")
+        else:
+            rest.append(word)
+    return args[1], repo, rest
 
 
 def main() -> None:

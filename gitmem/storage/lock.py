@@ -53,6 +53,11 @@ def limit_waits(seconds: float | None) -> None:
     _wait_limit = seconds
 
 
+def wait_limit() -> float | None:
+    """The cap :func:`limit_waits` set (None: none), for callers that restore it."""
+    return _wait_limit
+
+
 def acquire(fd: int, path: str, timeout: float, what: str) -> None:
     """Take an exclusive ``flock`` on ``fd`` within ``timeout`` seconds (or the
     process's cap, if lower); raise ConflictError naming ``what`` otherwise."""

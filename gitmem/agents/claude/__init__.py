@@ -1,1 +1,1 @@
-"""Claude Code: its settings files and hooks."""
+"""Claude Code: its settings files, the hooks gitmem registers there, and what they do."""

@@ -1,0 +1,79 @@
+"""What each Claude Code hook event does (README, "Claude Code hooks").
+
+Capture events (standard library only, a few milliseconds):
+
+``UserPromptSubmit``   the prompt -> a ``prompt`` event (then injection, below)
+``PostToolUse``        Write/Edit/MultiEdit/NotebookEdit -> observation ``file_diff``
+                       with the files; Bash -> ``command`` with the command, its
+                       output (head and tail) and exit status when given;
+                       Read/Grep/Glob/LS -> ``tool_call`` with the paths; MCP
+                       tools (``mcp__*``) and the rest -> ``tool_call``
+``PostToolUseFailure`` -> observation ``error``
+``SubagentStart/Stop`` -> observation ``message``
+``PreCompact``         -> a checkpoint of where the session stood (from its journal)
+``PostCompact``        -> a checkpoint with Claude Code's compaction summary, when given
+
+Session and injection events (the application layer):
+
+``SessionStart``       opens (or continues) the session's capsule; injects a
+                       context pack of ``edda.claude.budget`` tokens
+``UserPromptSubmit``   injects memory relevant to the prompt, unless the same
+                       block was injected last time
+``PreToolUse``         before an edit: a warning when the file is under an
+                       active decision's paths or has a recorded mistake
+``SessionEnd``         closes the capsule with an extractive summary
+
+Paths matching ``edda.excludePath`` (and the defaults: ``.env``, keys,
+``node_modules/**``) are recorded by name only, never with content.
+"""
+
+from __future__ import annotations
+
+from gitmem.agents.hooks import HookCall
+from gitmem.agents.translate import EDIT_TOOLS
+
+CAPTURED = ("PostToolUse", "PostToolUseFailure", "SubagentStart", "SubagentStop")
+
+
+def handle(call: HookCall) -> str | None:
+    """Record what ``call`` reports; return the context to inject, if any."""
+    event, payload, translate = call.event, call.payload, call.translator
+    if event == "PostToolUse":
+        call.capture(*translate.tool(payload))
+    elif event == "PostToolUseFailure":
+        call.capture(*translate.tool(payload, failed=True))
+    elif event in ("SubagentStart", "SubagentStop"):
+        call.capture(*translate.subagent(payload, stop=event == "SubagentStop"))
+    elif event in ("PreCompact", "PostCompact"):
+        from gitmem.agents import state
+
+        entries = (
+            state.read_journal(call.location, call.session, state.JOURNAL_TAIL_BYTES)
+            if call.session
+            else []
+        )
+        if event == "PostCompact":
+            entries = []  # PreCompact wrote those; this adds Claude Code's own summary
+        call.capture(translate.checkpoint(payload, entries))
+    elif event == "UserPromptSubmit":
+        try:  # a failed capture must not cost the injection
+            call.capture(*translate.prompt(payload))
+        except Exception as exc:
+            call.log(f"capture failed: {type(exc).__name__}: {exc}")
+        from gitmem.agents import inject
+
+        return inject.prompt_block(call)
+    elif event == "PreToolUse":
+        if payload.get("tool_name") in EDIT_TOOLS:
+            from gitmem.agents import inject
+
+            return inject.edit_warning(call)
+    elif event == "SessionStart":
+        from gitmem.agents import inject
+
+        return inject.session_start(call)
+    elif event == "SessionEnd":
+        from gitmem.agents import inject
+
+        inject.session_end(call)
+    return None
