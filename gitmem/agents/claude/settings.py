@@ -52,14 +52,17 @@ class HookSpec:
 
 # In lifecycle order (the order new events are added in). Events that inject
 # context or must finish before Claude Code goes on run in the foreground
-# with a timeout; pure capture runs in the background, outside the agent's
-# loop (a capture hook costs the agent nothing then).
+# with a timeout. Tool captures run in the foreground too (about 35 ms):
+# Claude Code does not wait for background hooks when a session ends, and
+# one still spooling then is cut off, its event lost (seen with claude -p).
+# Only what a later event also covers runs in the background: Stop's
+# message (SessionEnd reads the transcript again) and subagent notices.
 HOOKS: tuple[HookSpec, ...] = (
     HookSpec("SessionStart", timeout=30),  # context pack; source startup|resume|clear|compact
     HookSpec("UserPromptSubmit", timeout=15),  # capture the prompt, inject relevant memory
     HookSpec("PreToolUse", matcher="Write|Edit|MultiEdit", timeout=10),  # warn on a file
-    HookSpec("PostToolUse", background=True),  # observations
-    HookSpec("PostToolUseFailure", background=True),  # errors
+    HookSpec("PostToolUse", timeout=10),  # observations
+    HookSpec("PostToolUseFailure", timeout=10),  # errors
     HookSpec("SubagentStart", background=True),
     HookSpec("SubagentStop", background=True),
     HookSpec("PreCompact", timeout=60),  # checkpoint before the transcript is compacted
