@@ -291,7 +291,8 @@ def test_the_capture_path_imports_no_heavy_module(repo):
             capture_output=True,
         )
         assert proc.stdout.decode().split("\n")[-2] == "0 []", (data, proc.stdout, proc.stderr)
-    assert len(events(repo, "observation")) == 3  # the tool call, the failure, the subagent
+    # the tool call, the failure, the subagent, Stop's last message (no transcript)
+    assert len(events(repo, "observation")) == 4
 
 
 def test_a_real_git_edda_process_exits_0_and_records(repo):

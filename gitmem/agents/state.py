@@ -7,6 +7,10 @@ a digest of the session id, which the agent chooses):
     ``{"session", "capsule", "last_block", "warned"}``: the session's capsule,
     the digest of the last memory block injected on a prompt (not repeated),
     the warnings already given before edits (not repeated either).
+``<digest>.cursor.json``
+    Where transcript ingest stopped (:mod:`gitmem.agents.transcript`): its
+    own file, written under ``<digest>.lock``, so that hooks saving the state
+    above never undo a cursor move (nor the reverse).
 ``<digest>.jsonl``
     A journal of what the session did, one ``{"k", "v"}`` line per file
     touched, command run, prompt or error, appended by every capture hook:
@@ -35,6 +39,11 @@ JOURNAL_VALUE_CHARS = 300  # a journal line is a reminder, not a record
 def _base(location: RepoLocation, session: str) -> str:
     digest = hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:32]
     return os.path.join(location.state_path, SESSIONS_DIR, digest)
+
+
+def path(location: RepoLocation, session: str, suffix: str) -> str:
+    """The session's state file ending in ``suffix`` (``.json``, ``.cursor.json`` …)."""
+    return _base(location, session) + suffix
 
 
 def load(location: RepoLocation, session: str) -> dict[str, Any]:

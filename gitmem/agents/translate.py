@@ -28,6 +28,7 @@ OUTPUT_HEAD = 800  # characters of a command's output kept from its start …
 OUTPUT_TAIL = 1200  # … and from its end, where errors usually are
 INPUT_CHARS = 2000  # an edit, an MCP tool's arguments
 FILES_MAX = 50  # file names one observation lists
+MESSAGE_CHARS = 8000  # an assistant's message from the transcript
 
 
 class Excluder:
@@ -145,6 +146,11 @@ class Translator:
         if stop and last:
             body["result"] = _clip(last, OUTPUT_HEAD + OUTPUT_TAIL)
         return [self._draft("observation", body, payload)], []
+
+    def message(self, payload: dict[str, Any], text: str) -> Draft:
+        """The assistant's own text (from the transcript, or Stop's last message)."""
+        body = {"kind": "message", "tool": "assistant", "result": _clip(text, MESSAGE_CHARS)}
+        return self._draft("observation", body, payload)
 
     def checkpoint(self, payload: dict[str, Any], entries: list[tuple[str, str]]) -> list[Draft]:
         """A checkpoint from what the session did lately (before compaction:

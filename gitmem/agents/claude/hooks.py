@@ -12,6 +12,10 @@ Capture events (standard library only, a few milliseconds):
 ``SubagentStart/Stop`` -> observation ``message``
 ``PreCompact``         -> a checkpoint of where the session stood (from its journal)
 ``PostCompact``        -> a checkpoint with Claude Code's compaction summary, when given
+``Stop``               -> the assistant's new text in the transcript, and the final
+                       message, as observations ``message`` (also on
+                       PreCompact, before the transcript is compacted, and on
+                       SessionEnd, before the capsule closes)
 
 Session and injection events (the application layer):
 
@@ -44,8 +48,14 @@ def handle(call: HookCall) -> str | None:
         call.capture(*translate.tool(payload, failed=True))
     elif event in ("SubagentStart", "SubagentStop"):
         call.capture(*translate.subagent(payload, stop=event == "SubagentStop"))
+    elif event == "Stop":
+        last = payload.get("last_assistant_message")
+        _ingest(call, last if isinstance(last, str) else None)
     elif event in ("PreCompact", "PostCompact"):
         from gitmem.agents import state
+
+        if event == "PreCompact":
+            _ingest(call)
 
         entries = (
             state.read_journal(call.location, call.session, state.JOURNAL_TAIL_BYTES)
@@ -75,5 +85,16 @@ def handle(call: HookCall) -> str | None:
     elif event == "SessionEnd":
         from gitmem.agents import inject
 
+        _ingest(call)  # into the capsule, before it closes
         inject.session_end(call)
     return None
+
+
+def _ingest(call: HookCall, final: str | None = None) -> None:
+    """Transcript ingest; a failure is logged and costs the event nothing else."""
+    from gitmem.agents import transcript
+
+    try:
+        transcript.ingest(call, final)
+    except Exception as exc:
+        call.log(f"transcript ingest failed: {type(exc).__name__}: {exc}")
