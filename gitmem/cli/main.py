@@ -10,8 +10,6 @@ from __future__ import annotations
 import os
 import sys
 
-from gitmem.errors import ExitCode, GitmemError, exit_code_for
-
 # Agent hooks (``git edda hook claude``) run on every tool call and must start
 # in milliseconds: this module imports only what they share with it, and the
 # rest lazily (the terminal's settings alone cost ~14 ms).
@@ -149,6 +147,7 @@ def run(argv: Sequence[str]) -> int:
     from gitmem.cli.commands import Output, app
     from gitmem.cli.introspect import command_words, help_request
     from gitmem.cli.terminal import write
+    from gitmem.errors import ExitCode, GitmemError, exit_code_for
 
     argv = hoist_global_options(argv)
     want_json = "--json" in argv
@@ -244,7 +243,7 @@ def main() -> None:
         sys.stdout.flush()
         sys.stderr.flush()
     except (OSError, ValueError):  # a closed pipe: what was left is lost
-        code = code or int(ExitCode.ERROR)
+        code = code or 1  # ExitCode.ERROR (gitmem.errors is not loaded on the hook path)
     os._exit(code)
 
 
