@@ -89,6 +89,10 @@ Types = Annotated[
         "checkpoint, prompt, observation, commit_link, ...).",
     ),
 ]
+PathFilter = Annotated[
+    list[Short] | None,
+    Field(max_length=MAX_ITEMS, description="Only events about these files or globs."),
+]
 Since = Annotated[
     str | None,
     Field(
@@ -157,10 +161,7 @@ class Tools:
         query: Annotated[Text, Field(description="What to look for, in plain words.")],
         limit: Annotated[int, Field(ge=1, le=MAX_RESULTS)] = 10,
         types: Types | None = None,
-        paths: Annotated[
-            list[Short] | None,
-            Field(max_length=MAX_ITEMS, description="Only events about these files or globs."),
-        ] = None,
+        paths: PathFilter = None,
         since: Since = None,
     ) -> CallToolResult:
         """Search the repository's memory by text and meaning (hybrid full-text and
@@ -231,10 +232,7 @@ class Tools:
         self,
         limit: Annotated[int, Field(ge=1, le=MAX_LOG)] = 20,
         types: Types | None = None,
-        paths: Annotated[
-            list[Short] | None,
-            Field(max_length=MAX_ITEMS, description="Only events about these files or globs."),
-        ] = None,
+        paths: PathFilter = None,
         since: Since = None,
         capsule: Annotated[
             str | None,
