@@ -320,6 +320,7 @@ def test_every_commands_json_is_an_object(one_of_each: Path, tmp_path: Path) -> 
         ("install", "claude"): ("install", "claude"),
         ("uninstall", "claude"): ("uninstall", "claude"),
         ("doctor",): ("doctor",),  # exits 1 here (no git hooks): checked below
+        ("hook",): ("hook", "claude"),  # speaks the agent's protocol: checked below
     }
     ok(one_of_each, "export", "--output", str(bundle))
     with_json = {
@@ -328,13 +329,15 @@ def test_every_commands_json_is_an_object(one_of_each: Path, tmp_path: Path) -> 
         if any(a.name == "--json" for a in sub.assemble_argument_collection())
     }
     assert with_json <= set(runs), with_json - set(runs)  # a new command: add it above
-    for words in sorted(with_json - {("doctor",)}):
+    for words in sorted(with_json - {("doctor",), ("hook",)}):
         out = ok(one_of_each, *runs[words], "--json")
         assert isinstance(json.loads(out), dict), (words, out[:200])
     code, out, _ = run_cli(one_of_each, "show", "abcdef12", "--json")
     assert code == 3 and isinstance(json.loads(out), dict)
     code, out, _ = run_cli(one_of_each, *runs[("doctor",)], "--json")
     assert code == 1 and isinstance(json.loads(out), dict)
+    # A hook with nothing on standard input injects nothing: the agent reads no output.
+    assert run_cli(one_of_each, *runs[("hook",)], "--json") == (0, "", "")
 
 
 # 9. pager and colour ---------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from cyclopts import App, Parameter
 
@@ -118,3 +118,25 @@ def doctor(*, common: Common = DEFAULT_COMMON) -> Output:
     return Output(
         report.to_json(), "\n".join(lines), code=ExitCode.OK if report.ok else ExitCode.ERROR
     )
+
+
+@app.command
+def hook(agent: Literal["claude", "generic"], *, common: Common = DEFAULT_COMMON) -> Output:
+    """Handle one hook event of an agent: its JSON on standard input, context to
+    inject (if any) on standard output in the agent's own format.
+
+    Claude Code runs 'git edda hook claude' for every event 'git edda install
+    claude' registers; 'hook generic' reads the generic protocol (see the
+    README). It always exits 0 and never blocks the agent: a failure is
+    logged under the git common dir's edda/log/hooks.log. The command line
+    routes here before loading anything heavy, so --json changes nothing: the
+    output is the agent's protocol.
+
+    Parameters
+    ----------
+    agent
+        claude (Claude Code's hook payloads) or generic (the generic protocol).
+    """
+    from gitmem.agents.hooks import run_hook
+
+    return Output(None, "", ExitCode(run_hook(agent, common.repo, [])))
