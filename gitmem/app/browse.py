@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gitmem.app.session import Repo, check_branch_known, open_memory, reader
 from gitmem.errors import UsageError
@@ -12,7 +12,7 @@ from gitmem.memory.event import Event
 from gitmem.memory.query import EventFilter
 from gitmem.memory.source import EventSource
 from gitmem.memory.timespec import parse_time
-from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg, CurrentBranch
+from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg
 from gitmem.records.names import EVENT_TYPES
 
 if TYPE_CHECKING:
@@ -85,10 +85,7 @@ def log(
         check_branch_known(locate(repo), branch)
     with reader(repo) as source:
         where = filters.resolve(source, now_us=now_us, include_redacted=include_redacted)
-        kw: dict[str, Any] = {"all_branches": all_branches, "limit": limit}
-        if not isinstance(branch, CurrentBranch):
-            kw["branch"] = branch
-        events = source.events(where, **kw)
+        events = source.events(where, branch=branch, all_branches=all_branches, limit=limit)
     return events[::-1] if newest_first else events
 
 

@@ -18,14 +18,15 @@ takes half a minute) and through the store otherwise, with the same result.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from gitmem.branches import chains, detect
 from gitmem.branches.chains import BranchInfo, MergeResult
+from gitmem.errors import GitmemError
 from gitmem.memory.api import Memory as Store
 from gitmem.memory.event import Event
 from gitmem.memory.query import EventFilter
-from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg, CurrentBranch
+from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg
 from gitmem.storage.clock import wall_us
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ class Memory(Store):
             return None
         try:
             return IndexView.open(self.location.cwd, refresh=False, embed=False)
-        except Exception:  # a damaged index: the store answers instead
+        except (GitmemError, OSError):  # a damaged index: the store answers instead
             return None
 
     def events(
@@ -71,9 +72,10 @@ class Memory(Store):
             return super().events(
                 where, branch=branch, all_branches=all_branches, limit=limit, trunk=trunk
             )
-        kw: dict[str, Any] = {} if isinstance(branch, CurrentBranch) else {"branch": branch}
         with view:
-            return view.events(where, all_branches=all_branches, limit=limit, trunk=trunk, **kw)
+            return view.events(
+                where, branch=branch, all_branches=all_branches, limit=limit, trunk=trunk
+            )
 
     # -- retrieval --------------------------------------------------------------------------
     def search(
@@ -92,7 +94,6 @@ class Memory(Store):
         from gitmem.index.view import IndexView
         from gitmem.retrieval.search import search
 
-        kw: dict[str, Any] = {} if isinstance(branch, CurrentBranch) else {"branch": branch}
         with IndexView.open(self.location.cwd) as view:
             return search(
                 view,
@@ -101,8 +102,8 @@ class Memory(Store):
                 where=where,
                 now=wall_us() if now is None else now,
                 mode=mode,
+                branch=branch,
                 all_branches=all_branches,
-                **kw,
             )
 
     def context(

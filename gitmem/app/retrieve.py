@@ -7,13 +7,13 @@ when memory has moved.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from gitmem.app.browse import EVERYTHING, Filters
 from gitmem.app.session import Repo, check_branch_known, open_memory, open_view
 from gitmem.memory.event import Event
 from gitmem.memory.query import EventFilter
-from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg, CurrentBranch
+from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg
 
 if TYPE_CHECKING:
     from gitmem.index.refresh import RefreshReport
@@ -44,11 +44,11 @@ def index(
         return refresh(mem, rebuild=rebuild, embed=embed, progress=progress, deep=True)
 
 
-def _branch(view: IndexView, branch: BranchArg) -> dict[str, Any]:
-    """Keyword arguments selecting ``branch`` (checked to exist when named)."""
+def _branch(view: IndexView, branch: BranchArg) -> BranchArg:
+    """``branch``, checked to exist when it is named."""
     if isinstance(branch, str):
         check_branch_known(view.location, branch)
-    return {} if isinstance(branch, CurrentBranch) else {"branch": branch}
+    return branch
 
 
 def search(
@@ -79,7 +79,7 @@ def search(
             mode=mode,
             advanced=advanced,
             all_branches=all_branches,
-            **_branch(view, branch),
+            branch=_branch(view, branch),
         )
         if view.stale:
             result.warnings.append(STALE_WARNING)
@@ -147,7 +147,7 @@ def context(
             active_capsule=active.get("capsule"),
             session=active.get("session"),
             capsule_idle=idle_limit_us(view.config),
-            **_branch(view, branch),
+            branch=_branch(view, branch),
         )
 
 
@@ -171,5 +171,5 @@ def ask(
             include_superseded=include_superseded,
             search=search_fn(view, now_us),
             limit=limit,
-            **_branch(view, branch),
+            branch=_branch(view, branch),
         )
