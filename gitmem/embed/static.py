@@ -206,6 +206,27 @@ def _map_weights(path: Path) -> tuple[mmap.mmap, NDArray[np.float16]]:
     return mapped, matrix.reshape(VOCAB_SIZE, DIM)
 
 
+# Loaded files per data directory, shared by every embedder of this process:
+# reading the tokenizer's JSON is ~65 ms, which a long-lived process (the
+# daemon, the MCP server, a library user searching in a loop) pays once. An
+# entry is reused only while both files keep their (size, mtime, inode): a
+# replaced file is verified and loaded again.
+_LOADED: dict[str, tuple[tuple[tuple[int, int, int], ...], mmap.mmap, Any, BPETokenizer]] = {}
+
+
+def _signature(root: Path) -> tuple[tuple[int, int, int], ...]:
+    """The (size, mtime, inode) of both data files ((-1,-1,-1) for a missing one:
+    never a cache hit, so the verification names what is missing)."""
+    out = []
+    for pin in (WEIGHTS, TOKENIZER):
+        try:
+            st = os.stat(root / pin.relpath)
+            out.append((st.st_size, st.st_mtime_ns, st.st_ino))
+        except OSError:
+            return ((-1, -1, -1),)
+    return tuple(out)
+
+
 class StaticEmbedder:
     """Mean of static token vectors (wordllama l2_supercat, 256 dims), offline.
 
@@ -239,15 +260,19 @@ class StaticEmbedder:
         from gitmem.embed.bpe import BPETokenizer
 
         root = self._root if self._root is not None else DATA_DIR
-        verify_files(root, self._stamp_dir)
-        mapped, weights = _map_weights(root / WEIGHTS.relpath)
-        try:
-            tokenizer = BPETokenizer.from_file(root / TOKENIZER.relpath)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise DependencyError(
-                f"cannot load the tokenizer {root / TOKENIZER.relpath}: {exc}", REINSTALL_HINT
-            ) from None
-        self._mapped, self._weights, self._tokenizer = mapped, weights, tokenizer
+        signature = _signature(root)
+        loaded = _LOADED.get(str(root))
+        if loaded is None or loaded[0] != signature:
+            verify_files(root, self._stamp_dir)
+            mapped, weights = _map_weights(root / WEIGHTS.relpath)
+            try:
+                tokenizer = BPETokenizer.from_file(root / TOKENIZER.relpath)
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise DependencyError(
+                    f"cannot load the tokenizer {root / TOKENIZER.relpath}: {exc}", REINSTALL_HINT
+                ) from None
+            loaded = _LOADED[str(root)] = (signature, mapped, weights, tokenizer)
+        _, self._mapped, self._weights, self._tokenizer = loaded
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Embed ``texts``: float32 ``(len(texts), 256)``, unit rows; a text
