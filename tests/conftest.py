@@ -92,6 +92,9 @@ def isolated_environment(home: Path) -> Iterator[None]:
         monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
         monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
         monkeypatch.setenv("PYTHONPATH", str(ROOT))
+        # No test starts a warm daemon unless it asks for one (tests/test_daemon.py):
+        # one would outlive the test, and answer for code the test did not expect.
+        monkeypatch.setenv("GITMEM_DAEMON", "0")
         yield
 
 

@@ -16,12 +16,12 @@ JSON object of the documented shape; errors are one line in
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 from gitmem.agents import state
+from gitmem.agents.payload import parse_payload, read_input, where
 from gitmem.agents.translate import DEFAULT_EXCLUDES, Excluder, Translator, session_of
-from gitmem.capture.main import DEFAULT_MAX_CAPTURE_BYTES, spool_drafts
+from gitmem.capture.main import spool_drafts
 from gitmem.githooks.run import log
 from gitmem.storage import lock
 from gitmem.storage.gitconfig import get_int, read_config
@@ -87,82 +87,69 @@ class HookCall:
         log(self.location, f"hook {self.agent} {self.event or '?'}: {message}")
 
 
-def read_payload(stream: Any, limit: int = DEFAULT_MAX_CAPTURE_BYTES) -> dict[str, Any]:
-    """The JSON object on ``stream`` (ValueError for anything else: too large,
-    not UTF-8, not JSON, nested too deeply, not an object)."""
-    data = stream.read(limit + 1)
-    if len(data) > limit:
-        raise ValueError(f"the payload is larger than {limit} bytes")
-    try:
-        payload = json.loads(data.decode("utf-8"))
-    except RecursionError:
-        raise ValueError("the payload is nested too deeply") from None
-    if not isinstance(payload, dict):
-        raise ValueError(f"the payload is a JSON {type(payload).__name__}, not an object")
-    return payload
+def run_hook(agent: str, repo: str | None, rest: list[str], data: bytes | None = None) -> int:
+    """Handle one hook call of ``agent`` (claude or generic) with ``data`` (None:
+    read standard input) and write its answer to standard output; always 0."""
+    if data is None:
+        try:
+            data = read_input(sys.stdin.buffer)
+        except (OSError, ValueError) as exc:
+            log(_try_locate(repo), f"hook {agent}: could not read the input: {exc}")
+            return 0
+    out = hook_output(agent, repo, rest, data)
+    if out:
+        try:
+            sys.stdout.write(out)
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+    return 0
 
 
-def _where(repo: str | None, payload: dict[str, Any]) -> str | None:
-    """``-C PATH``, else the payload's ``cwd``, else the current directory."""
-    if repo:
-        return repo
-    cwd = payload.get("cwd")
-    if isinstance(cwd, str) and cwd and "\0" not in cwd and os.path.isdir(cwd):
-        return cwd
-    return None
-
-
-def run_hook(agent: str, repo: str | None, rest: list[str]) -> int:
-    """Handle one hook call of ``agent`` (claude or generic); always 0."""
-    # In-process callers (tests, a daemon) keep their own cap afterwards.
+def hook_output(agent: str, repo: str | None, rest: list[str], data: bytes) -> str:
+    """What the hook call answers for ``data``: one JSON line, or '' to inject
+    nothing. Never raises: errors are logged."""
+    # In-process callers (tests, the daemon) keep their own cap afterwards.
     previous = lock.wait_limit()
     lock.limit_waits(HOOK_LOCK_WAIT)
     try:
-        return _run(agent, repo, rest)
+        return _run(agent, repo, rest, data)
     finally:
         lock.limit_waits(previous)
 
 
-def _run(agent: str, repo: str | None, rest: list[str]) -> int:
+def _run(agent: str, repo: str | None, rest: list[str], data: bytes) -> str:
     location: RepoLocation | None = None
-    out: dict[str, Any] | None = None
     try:
         try:
-            payload = read_payload(sys.stdin.buffer)
-        except (ValueError, OSError) as exc:
+            payload = parse_payload(data)
+        except ValueError as exc:
             location = _try_locate(repo)
             log(location, f"hook {agent}: ignored the input: {exc}")
-            return 0
+            return ""
         if agent == "generic":
             from gitmem.agents.generic import to_claude
 
             payload = to_claude(payload)
         elif rest and not isinstance(payload.get("hook_event_name"), str):
             payload["hook_event_name"] = rest[0]  # `hook claude EVENT`, for old set-ups
-        location = locate(_where(repo, payload))
+        location = locate(where(repo, payload))
         call = HookCall(_agent_name(agent, payload), payload, location)
         from gitmem.agents.claude.hooks import handle
 
         text = handle(call)
-        if text:
-            out = (
-                {"context": text}
-                if agent == "generic"
-                else {
-                    "hookSpecificOutput": {"hookEventName": call.event, "additionalContext": text}
-                }
-            )
+        if not text:
+            return ""
+        out = (
+            {"context": text}
+            if agent == "generic"
+            else {"hookSpecificOutput": {"hookEventName": call.event, "additionalContext": text}}
+        )
+        return json.dumps(out, ensure_ascii=False) + "\n"
     except BaseException as exc:  # whatever it was: never break the agent
         location = location or _try_locate(repo)
         log(location, f"hook {agent}: {type(exc).__name__}: {exc}")
-        return 0
-    if out is not None:
-        try:
-            sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
-            sys.stdout.flush()
-        except (OSError, ValueError):
-            pass
-    return 0
+        return ""
 
 
 def _agent_name(agent: str, payload: dict[str, Any]) -> str:

@@ -15,9 +15,11 @@ import sys
 # rest lazily (the terminal's settings alone cost ~14 ms).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from gitmem.cli.terminal import Terminal
+
+    Show = Callable[..., None]
 
 _WITHHELD = "[gitmem: text withheld: the secret scrubber failed]"
 
@@ -113,7 +115,7 @@ def _usage_message(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
 
-def _terminal(argv: Sequence[str], want_json: bool) -> Terminal:
+def _terminal(argv: Sequence[str], want_json: bool, tty: bool | None) -> Terminal:
     """This run's colour and pager (none for --json), made the settings
     rendering consults: colour must be known before the command renders."""
     from gitmem.cli.terminal import PLAIN, read_settings, use
@@ -125,14 +127,21 @@ def _terminal(argv: Sequence[str], want_json: bool) -> Terminal:
             _repo_option(argv),
             paging=not ("--no-pager" in argv or "-P" in argv),
             stdout=sys.stdout,
+            tty=tty,
         )
     )
     use(terminal)
     return terminal
 
 
-def run(argv: Sequence[str]) -> int:
-    """Run ``git edda`` with ``argv``; return the exit code."""
+def run(argv: Sequence[str], *, tty: bool | None = None, show: Show | None = None) -> int:
+    """Run ``git edda`` with ``argv``; return the exit code.
+
+    ``tty`` says whether standard output is a terminal (None: look at
+    ``sys.stdout``) and ``show`` replaces how human output is written
+    (:func:`gitmem.cli.terminal.write`): the daemon runs commands for a
+    client whose terminal is elsewhere.
+    """
     hook = hook_route(argv)
     if hook is not None:
         # Before cyclopts and the rest of the CLI: Claude Code waits for this
@@ -151,7 +160,7 @@ def run(argv: Sequence[str]) -> int:
 
     argv = hoist_global_options(argv)
     want_json = "--json" in argv
-    terminal = _terminal(argv, want_json)
+    terminal = _terminal(argv, want_json, tty)
     try:
         # -h/--help: the help command's text, which is also what the manual
         # pages say, not cyclopts' own rendering of the same definitions.
@@ -193,7 +202,7 @@ def run(argv: Sequence[str]) -> int:
                 sys.stdout.flush()
         elif result.text:
             text = result.text if result.text.endswith("\n") else result.text + "\n"
-            write(text, terminal, page=result.page)
+            (show or write)(text, terminal, page=result.page)
             sys.stdout.flush()
     except BrokenPipeError:
         # The reader left (| head): stop quietly, not with a traceback, and
@@ -227,13 +236,31 @@ def hook_route(argv: Sequence[str]) -> tuple[str, str | None, list[str]] | None:
     return args[1], repo, rest
 
 
+def _forwarded(argv: list[str]) -> int | None:
+    """The exit code of ``argv`` run by the repository's warm daemon (hook
+    calls, search, context, ask: :mod:`gitmem.cli.forward`), or None when it
+    runs here. Only for a process of its own: in-process callers of
+    :func:`run` (tests, the daemon itself) never forward."""
+    hook = hook_route(argv)
+    if hook is not None:
+        from gitmem.cli.forward import hook as forward_hook
+
+        return forward_hook(*hook)
+    from gitmem.cli.forward import command
+
+    args = hoist_global_options(argv)
+    return command(args, _repo_option(args))
+
+
 def main() -> None:
     """Console-script entry point."""
     # numpy's OpenBLAS keeps a thread per core spinning after each call; on a
     # 2-core machine that took ~150 ms of CPU from a context pack, whose
     # matrix products are tiny. Set before numpy loads; the user's value wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    code = run(sys.argv[1:])
+    code = _forwarded(sys.argv[1:])
+    if code is None:
+        code = run(sys.argv[1:])
     # Every command is done and its files are closed; what is left is the
     # interpreter's teardown of ~400 modules and the Arrow, Tantivy and
     # usearch objects, 30-45 ms of every cold query after its output is

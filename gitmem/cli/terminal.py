@@ -26,6 +26,7 @@ import sys
 from dataclasses import dataclass
 from typing import TextIO
 
+from gitmem.cli.pager import run_pager
 from gitmem.memory.describe import SHORT_ID
 
 
@@ -86,12 +87,15 @@ def markdown(text: str) -> str:
     return "\n".join(lines)
 
 
-def read_settings(repo: str | None, *, paging: bool, stdout: TextIO) -> Terminal:
+def read_settings(
+    repo: str | None, *, paging: bool, stdout: TextIO, tty: bool | None = None
+) -> Terminal:
     """The colour and pager for a run on ``repo`` (``-C``; None: the current
-    directory) writing to ``stdout``; ``paging`` False for ``--no-pager``."""
+    directory) writing to ``stdout`` (a terminal if ``tty``; None: ask
+    ``stdout``); ``paging`` False for ``--no-pager``."""
     from gitmem.storage.locate import read_git_output
 
-    tty = _isatty(stdout)
+    tty = _isatty(stdout) if tty is None else tty
     raw = read_git_output(["config", "-z", "--get-regexp", _KEYS], repo or ".")
     config: dict[str, str] = {}
     for record in (raw or b"").decode("utf-8", "replace").split("\0"):
@@ -137,33 +141,5 @@ def _pager(config: dict[str, str]) -> str | None:
 def write(text: str, terminal: Terminal, *, page: bool) -> None:
     """Write ``text`` (ending in a newline) to stdout, through the pager when
     ``page`` and the run has one; if the pager cannot be started, directly."""
-    if not page or terminal.pager is None or not _run_pager(text, terminal.pager):
+    if not page or terminal.pager is None or not run_pager(text, terminal.pager):
         sys.stdout.write(text)
-
-
-def _run_pager(text: str, command: str) -> bool:
-    """Show ``text`` through ``command``; False when the shell could not start it."""
-    import subprocess
-
-    env = dict(os.environ)
-    env.setdefault("LESS", "FRX")
-    env.setdefault("LV", "-c")
-    sys.stdout.flush()
-    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
-    try:
-        proc = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, env=env)
-    except OSError:
-        return False
-    assert proc.stdin is not None
-    try:
-        proc.stdin.write(text.encode(encoding, "replace"))
-        proc.stdin.close()
-    except OSError:  # the reader quit early (q in less): the rest is not wanted
-        pass
-    while True:
-        try:
-            code = proc.wait()
-            break
-        except KeyboardInterrupt:  # the pager handles ^C itself; wait for it, as git does
-            continue
-    return code != 127  # 127: the shell found no such command

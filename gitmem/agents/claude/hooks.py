@@ -66,13 +66,19 @@ def handle(call: HookCall) -> str | None:
             entries = []  # PreCompact wrote those; this adds Claude Code's own summary
         call.capture(translate.checkpoint(payload, entries))
     elif event == "UserPromptSubmit":
-        try:  # a failed capture must not cost the injection
-            call.capture(*translate.prompt(payload))
-        except Exception as exc:
-            call.log(f"capture failed: {type(exc).__name__}: {exc}")
         from gitmem.agents import inject
 
-        return inject.prompt_block(call)
+        # Injection first: recording the prompt makes memory move, and the
+        # index would be brought up to date before the search (~70 ms) for an
+        # event the search does not want. A failed injection must not cost
+        # the capture, nor the reverse.
+        try:
+            block = inject.prompt_block(call)
+        except Exception as exc:
+            call.log(f"injection failed: {type(exc).__name__}: {exc}")
+            block = None
+        call.capture(*translate.prompt(payload))
+        return block
     elif event == "PreToolUse":
         if payload.get("tool_name") in EDIT_TOOLS:
             from gitmem.agents import inject
