@@ -82,13 +82,13 @@ class Request:
     @property
     def is_compaction(self) -> bool:
         """Compaction's request: the last user message asks for a summary of
-        the conversation (appended after the conversation it summarises)."""
-        if not isinstance(self.body, dict) or not self.body.get("messages"):
+        the conversation (appended after the conversation it summarises; a
+        system reminder may follow it)."""
+        messages = self.body.get("messages") if isinstance(self.body, dict) else None
+        users = [m for m in messages or [] if isinstance(m, dict) and m.get("role") == "user"]
+        if not users:
             return False
-        last = self.body["messages"][-1]
-        if not isinstance(last, dict) or last.get("role") != "user":
-            return False
-        content = last.get("content")
+        content = users[-1].get("content")
         blocks = [content] if isinstance(content, str) else content or []
         texts = [b if isinstance(b, str) else b.get("text", "") for b in blocks]
         return any(isinstance(t, str) and COMPACT_REQUEST in t for t in texts)
