@@ -33,6 +33,23 @@ def payload(repo: Path, event: str, **fields: Any) -> dict[str, Any]:
     }
 
 
+REAL = Path(__file__).resolve().parent / "agents" / "payloads"
+
+
+def real(repo: Path, name: str, **fields: Any) -> dict[str, Any]:
+    """A payload the real Claude Code CLI sent (``tests/agents/payloads/NAME.json``,
+    written by the end-to-end tier), its placeholders filled in for ``repo``."""
+    text = (REAL / f"{name}.json").read_text()
+    for placeholder, value in (
+        ("SESSION_ID", SESSION),
+        ("/HOME", "/home/u"),
+        ("-PROJECT", "-repo"),
+        ("/PROJECT", str(repo)),
+    ):
+        text = text.replace(placeholder, json.dumps(value)[1:-1])
+    return {**json.loads(text), **fields}
+
+
 def hook(repo: Path, data: Any, agent: str = "claude") -> tuple[int, str, str]:
     raw = data if isinstance(data, bytes) else json.dumps(data).encode()
     return cli(repo, "hook", agent, stdin=raw)
@@ -280,7 +297,8 @@ def test_the_capture_path_imports_no_heavy_module(repo):
         bash(repo),
         payload(repo, "PostToolUseFailure", tool_name="Bash", tool_input={}, error="boom"),
         payload(repo, "SubagentStart", agent_id="a", agent_type="Plan"),
-        payload(repo, "PreCompact", trigger="auto", custom_instructions=""),
+        real(repo, "PreCompact"),
+        real(repo, "PostCompact"),
         payload(repo, "PreToolUse", tool_name="Bash", tool_input={"command": "ls"}),
         payload(repo, "Stop", stop_hook_active=False, last_assistant_message="done"),
     ):
@@ -366,7 +384,9 @@ def test_a_session_is_one_capsule_from_start_to_end(repo, tmp_path, monkeypatch)
 
 
 def test_compaction_leaves_a_checkpoint_that_comes_back_first(repo):
-    hook(repo, payload(repo, "SessionStart", source="startup"))
+    """With the payloads of a real ``/compact`` (PreCompact, SessionStart
+    ``compact``, PostCompact: Claude Code 2.1.330 runs them in that order)."""
+    hook(repo, real(repo, "SessionStart"))
     hook(repo, payload(repo, "UserPromptSubmit", prompt="port the parser to rust"))
     hook(
         repo,
@@ -379,23 +399,48 @@ def test_compaction_leaves_a_checkpoint_that_comes_back_first(repo):
         ),
     )
     hook(repo, bash(repo, "cargo build", "ok"))
-    assert hook(repo, payload(repo, "PreCompact", trigger="auto", custom_instructions="")) == (
-        0,
-        "",
-        "",
-    )
+    assert real(repo, "PreCompact")["custom_instructions"] is None  # the real shape
+    assert hook(repo, real(repo, "PreCompact")) == (0, "", "")
     [checkpoint] = events(repo, "checkpoint")
     assert checkpoint["body"] == {
         "next": "Continue: port the parser to rust",
         "paths": ["parser.rs"],
-        "summary": "Before compaction (auto).\nWorking on: port the parser to rust\n"
+        "summary": "Before compaction (manual).\nWorking on: port the parser to rust\n"
         "Files edited: parser.rs\nRecent commands: cargo build",
     }
-    _, out, _ = hook(repo, payload(repo, "SessionStart", source="compact"))
+    [opened] = events(repo, "capsule_open")
+    assert checkpoint["capsule"] == opened["id"]
+    _, out, _ = hook(repo, real(repo, "SessionStart.compact"))
     text = json.loads(out)["hookSpecificOutput"]["additionalContext"]
     assert "Continue: port the parser to rust" in text
     assert text.index("Open capsule") < text.index("Continue: port the parser")
     assert text.index("Continue: port the parser") < text.index("Recent activity")
+    assert len(events(repo, "capsule_open")) == 1  # compaction continues the capsule
+
+    # PostCompact: Claude Code's summary, without the model's <analysis>.
+    assert "<analysis>" in real(repo, "PostCompact")["compact_summary"]
+    assert hook(repo, real(repo, "PostCompact")) == (0, "", "")
+    _, summary = events(repo, "checkpoint")
+    assert summary["body"] == {
+        "summary": "1. Primary Request and Intent: SCRIPTED-COMPACT-SUMMARY of the work so far."
+    }
+    assert summary["capsule"] == opened["id"]
+
+
+@pytest.mark.parametrize(
+    ("given", "kept"),
+    [
+        ("<analysis>\nthinking\n</analysis>\n\n<summary>\nthe gist\n</summary>", "the gist"),
+        ("<analysis>thinking</analysis>\nthe gist, untagged", "the gist, untagged"),
+        ("a plain summary", "a plain summary"),
+        ("<summary>unclosed", "<summary>unclosed"),
+        ("<analysis>only thinking</analysis>", None),
+    ],
+)
+def test_post_compact_keeps_the_summary_without_the_analysis(repo, given, kept):
+    hook(repo, real(repo, "PostCompact", compact_summary=given))
+    found = [e["body"]["summary"] for e in events(repo, "checkpoint")]
+    assert found == ([kept] if kept else [])
 
 
 def test_the_session_start_pack_keeps_to_the_configured_budget(repo):
