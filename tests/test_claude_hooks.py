@@ -5,10 +5,12 @@ hostile input (exit 0, nothing injected, nothing valid lost)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,23 @@ def payload(repo: Path, event: str, **fields: Any) -> dict[str, Any]:
         "hook_event_name": event,
         **fields,
     }
+
+
+REAL = Path(__file__).resolve().parent / "agents" / "payloads"
+
+
+def real(repo: Path, name: str, **fields: Any) -> dict[str, Any]:
+    """A payload the real Claude Code CLI sent (``tests/agents/payloads/NAME.json``,
+    written by the end-to-end tier), its placeholders filled in for ``repo``."""
+    text = (REAL / f"{name}.json").read_text()
+    for placeholder, value in (
+        ("SESSION_ID", SESSION),
+        ("/HOME", "/home/u"),
+        ("-PROJECT", "-repo"),
+        ("/PROJECT", str(repo)),
+    ):
+        text = text.replace(placeholder, json.dumps(value)[1:-1])
+    return {**json.loads(text), **fields}
 
 
 def hook(repo: Path, data: Any, agent: str = "claude") -> tuple[int, str, str]:
@@ -280,7 +299,8 @@ def test_the_capture_path_imports_no_heavy_module(repo):
         bash(repo),
         payload(repo, "PostToolUseFailure", tool_name="Bash", tool_input={}, error="boom"),
         payload(repo, "SubagentStart", agent_id="a", agent_type="Plan"),
-        payload(repo, "PreCompact", trigger="auto", custom_instructions=""),
+        real(repo, "PreCompact"),
+        real(repo, "PostCompact"),
         payload(repo, "PreToolUse", tool_name="Bash", tool_input={"command": "ls"}),
         payload(repo, "Stop", stop_hook_active=False, last_assistant_message="done"),
     ):
@@ -366,7 +386,9 @@ def test_a_session_is_one_capsule_from_start_to_end(repo, tmp_path, monkeypatch)
 
 
 def test_compaction_leaves_a_checkpoint_that_comes_back_first(repo):
-    hook(repo, payload(repo, "SessionStart", source="startup"))
+    """With the payloads of a real ``/compact`` (PreCompact, SessionStart
+    ``compact``, PostCompact: Claude Code 2.1.330 runs them in that order)."""
+    hook(repo, real(repo, "SessionStart"))
     hook(repo, payload(repo, "UserPromptSubmit", prompt="port the parser to rust"))
     hook(
         repo,
@@ -379,23 +401,160 @@ def test_compaction_leaves_a_checkpoint_that_comes_back_first(repo):
         ),
     )
     hook(repo, bash(repo, "cargo build", "ok"))
-    assert hook(repo, payload(repo, "PreCompact", trigger="auto", custom_instructions="")) == (
-        0,
-        "",
-        "",
-    )
+    assert real(repo, "PreCompact")["custom_instructions"] is None  # the real shape
+    assert hook(repo, real(repo, "PreCompact")) == (0, "", "")
     [checkpoint] = events(repo, "checkpoint")
     assert checkpoint["body"] == {
         "next": "Continue: port the parser to rust",
         "paths": ["parser.rs"],
-        "summary": "Before compaction (auto).\nWorking on: port the parser to rust\n"
+        "summary": "Before compaction (manual).\nWorking on: port the parser to rust\n"
         "Files edited: parser.rs\nRecent commands: cargo build",
     }
-    _, out, _ = hook(repo, payload(repo, "SessionStart", source="compact"))
+    [opened] = events(repo, "capsule_open")
+    assert checkpoint["capsule"] == opened["id"]
+    _, out, _ = hook(repo, real(repo, "SessionStart.compact"))
     text = json.loads(out)["hookSpecificOutput"]["additionalContext"]
     assert "Continue: port the parser to rust" in text
     assert text.index("Open capsule") < text.index("Continue: port the parser")
     assert text.index("Continue: port the parser") < text.index("Recent activity")
+    assert len(events(repo, "capsule_open")) == 1  # compaction continues the capsule
+
+    # PostCompact: Claude Code's summary, without the model's <analysis>.
+    assert "<analysis>" in real(repo, "PostCompact")["compact_summary"]
+    assert hook(repo, real(repo, "PostCompact")) == (0, "", "")
+    _, summary = events(repo, "checkpoint")
+    assert summary["body"] == {
+        "summary": "1. Primary Request and Intent: SCRIPTED-COMPACT-SUMMARY of the work so far."
+    }
+    assert summary["capsule"] == opened["id"]
+
+
+@pytest.mark.parametrize(
+    ("given", "kept"),
+    [
+        ("<analysis>\nthinking\n</analysis>\n\n<summary>\nthe gist\n</summary>", "the gist"),
+        ("<analysis>thinking</analysis>\nthe gist, untagged", "the gist, untagged"),
+        ("a plain summary", "a plain summary"),
+        ("<summary>unclosed", "<summary>unclosed"),
+        ("<analysis>only thinking</analysis>", None),
+    ],
+)
+def test_post_compact_keeps_the_summary_without_the_analysis(repo, given, kept):
+    hook(repo, real(repo, "PostCompact", compact_summary=given))
+    found = [e["body"]["summary"] for e in events(repo, "checkpoint")]
+    assert found == ([kept] if kept else [])
+
+
+DAY = 24 * 3600
+
+
+def state_digest(session: str) -> str:
+    """The name under which gitmem keeps a session's state files (spec: a
+    digest of the session id, which the agent chooses)."""
+    return hashlib.sha256(session.encode()).hexdigest()[:32]
+
+
+def session_files(repo: Path) -> dict[str, list[str]]:
+    """The per-session state files, by digest (the stamp and strays left out)."""
+    found: dict[str, list[str]] = {}
+    for path in sorted((repo / ".git/edda/agents/sessions").iterdir()):
+        digest = path.name.lstrip(".").split(".")[0]
+        if len(digest) == 32:
+            found.setdefault(digest, []).append(path.name)
+    return found
+
+
+def age(paths: list[Path], days: float) -> None:
+    when = time.time() - days * DAY
+    for path in paths:
+        os.utime(path, (when, when))
+
+
+def test_session_start_sweeps_the_state_of_sessions_idle_past_the_ttl(repo):
+    sessions = repo / ".git/edda/agents/sessions"
+    # Two sessions that did everything a session leaves files for: state,
+    # journal, the transcript cursor and its lock.
+    transcript = repo.parent / "t.jsonl"
+    said = {"id": "m1", "role": "assistant", "content": [{"type": "text", "text": "hello"}]}
+    transcript.write_text(json.dumps({"type": "assistant", "uuid": "u1", "message": said}) + "\n")
+    for sid in ("old-session", "recent-session"):
+        hook(repo, payload(repo, "SessionStart", session_id=sid, source="startup"))
+        hook(repo, {**bash(repo), "session_id": sid})
+        hook(repo, payload(repo, "Stop", session_id=sid, transcript_path=str(transcript)))
+    by_digest = session_files(repo)
+    old, recent = state_digest("old-session"), state_digest("recent-session")
+    assert set(by_digest) == {old, recent}
+    for names in by_digest.values():
+        assert {n.split(".", 1)[1] for n in names} == {"json", "jsonl", "cursor.json", "lock"}
+    stray = sessions / f".{old}.json.123_abcd.tmp"  # a killed writer's leftover
+    stray.write_text("{}")
+    unrelated = sessions / "README"
+    unrelated.write_text("not a session")
+    age([sessions / n for n in by_digest[old]] + [stray], 31)
+    # The lock is only locked, never written: an old lock beside a recent
+    # cursor does not make a session idle.
+    age([sessions / f"{recent}.lock"], 400)
+    age([sessions / f"{recent}.json"], 29)
+    stamp = sessions / ".swept"  # the first SessionStart swept (nothing), a day ago
+    age([stamp], 1.01)
+
+    hook(repo, payload(repo, "SessionStart", session_id="third-session", source="startup"))
+    left = session_files(repo)
+    assert old not in left and not stray.exists()
+    assert set(left[recent]) == set(by_digest[recent]) and unrelated.exists()
+    assert state_digest("third-session") in left
+    assert time.time() - stamp.stat().st_mtime < 60
+
+    # At most once a day: an idle session waits for the next day's sweep.
+    age([sessions / n for n in left[recent]], 31)
+    hook(repo, payload(repo, "SessionStart", session_id="fourth-session", source="startup"))
+    assert recent in session_files(repo)
+    age([stamp], 1.01)
+    hook(repo, payload(repo, "SessionStart", session_id="fourth-session", source="resume"))
+    assert recent not in session_files(repo)
+
+
+def test_a_session_resumed_after_the_ttl_keeps_its_state(repo):
+    hook(repo, payload(repo, "SessionStart", source="startup"))
+    hook(repo, payload(repo, "UserPromptSubmit", prompt="port the parser"))
+    mine = state_digest(SESSION)
+    sessions = repo / ".git/edda/agents/sessions"
+    age(list(sessions.iterdir()), 40)
+    hook(repo, payload(repo, "SessionStart", source="resume"))
+    assert {n.split(".", 1)[1] for n in session_files(repo)[mine]} == {"json", "jsonl"}
+    [opened] = events(repo, "capsule_open")
+    saved = json.loads((sessions / f"{mine}.json").read_text())
+    assert saved["capsule"] == opened["id"]  # the open capsule goes on
+
+
+@pytest.mark.parametrize("setting", ["0", "never", "off"])
+def test_a_session_ttl_of_0_keeps_session_state_forever(repo, setting):
+    git(repo, "config", "edda.claude.sessionTTL", setting)
+    hook(repo, payload(repo, "SessionStart", session_id="old-session", source="startup"))
+    age(list((repo / ".git/edda/agents/sessions").iterdir()), 3650)
+    hook(repo, payload(repo, "SessionStart", session_id="new-session", source="startup"))
+    assert state_digest("old-session") in session_files(repo)
+
+
+def test_the_session_ttl_is_read_as_an_age_and_a_bad_one_is_logged(repo):
+    git(repo, "config", "edda.claude.sessionTTL", "2d")
+    hook(repo, payload(repo, "SessionStart", session_id="a", source="startup"))
+    hook(repo, payload(repo, "SessionStart", session_id="b", source="startup"))
+    sessions = repo / ".git/edda/agents/sessions"
+    age([sessions / n for n in session_files(repo)[state_digest("a")]], 3)
+    age([sessions / n for n in session_files(repo)[state_digest("b")]], 1)
+    age([sessions / ".swept"], 2)
+    hook(repo, payload(repo, "SessionStart", session_id="c", source="startup"))
+    assert set(session_files(repo)) == {state_digest("b"), state_digest("c")}
+
+    git(repo, "config", "edda.claude.sessionTTL", "soon")
+    age([sessions / ".swept"], 2)
+    code, out, _ = hook(repo, payload(repo, "SessionStart", session_id="d", source="startup"))
+    assert (
+        code == 0 and "Open capsule" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    )
+    log = (repo / ".git/edda/log/hooks.log").read_text()
+    assert "session state sweep failed" in log and "edda.claude.sessionTTL" in log
 
 
 def test_the_session_start_pack_keeps_to_the_configured_budget(repo):

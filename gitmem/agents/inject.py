@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shlex
 from typing import TYPE_CHECKING, Any
 
 from gitmem.agents import state
+from gitmem.errors import UsageError
 
 if TYPE_CHECKING:
     from gitmem.agents.hooks import HookCall
@@ -34,6 +36,9 @@ NOT_MEMORY = frozenset(
     }
 )
 WARNED_KEPT = 200  # edit warnings remembered per session (not repeated)
+# edda.claude.sessionTTL: Claude Code keeps a transcript 30 days after its last
+# activity (cleanupPeriodDays); a session idle longer cannot be resumed.
+DEFAULT_SESSION_TTL = "30d"
 
 
 def _now() -> int:
@@ -47,12 +52,44 @@ def session_start(call: HookCall) -> str | None:
     """Open or continue the session's capsule, then the context pack."""
     from gitmem.app import retrieve
 
+    _sweep(call)
     if call.session:
         _ensure_capsule(call)
         _export_session(call.session)
     pack = retrieve.context(call.repo, None, now_us=_now(), budget=call.budget)
     text = pack.to_markdown().strip()
     return text or None
+
+
+def _sweep(call: HookCall) -> None:
+    """Remove the state files of sessions idle past ``edda.claude.sessionTTL``
+    (at most once a day; a failure is logged and costs the pack nothing)."""
+    try:
+        ttl = session_ttl(call.config)
+        if ttl is not None:
+            state.sweep(call.location, ttl, keep=call.session)
+    except Exception as exc:
+        call.log(f"session state sweep failed: {type(exc).__name__}: {exc}")
+
+
+def session_ttl(config: dict[str, list[str]]) -> float | None:
+    """``edda.claude.sessionTTL`` in seconds (None: never sweep), read like
+    ``edda.capsuleIdle``: an age (``30d``, ``2w``, ``12h``), plain seconds,
+    or ``0``/``never``/``off``."""
+    from gitmem.memory.timespec import parse_time
+    from gitmem.storage.gitconfig import get_last
+
+    text = (get_last(config, "edda.claude.sessionTTL") or DEFAULT_SESSION_TTL).strip().lower()
+    if text in ("0", "never", "off"):
+        return None
+    if text.isascii() and text.isdigit() and len(text) <= 12:
+        return float(text)
+    if not re.fullmatch(r"\d{1,6}\s*[smhdw]", text):
+        raise UsageError(
+            f"git config edda.claude.sessionTTL = {text!r} is not an age",
+            "set it to an age such as 30d or 2w, or 0 to keep session state forever",
+        )
+    return -parse_time(text, 0) / 1_000_000
 
 
 def _ensure_capsule(call: HookCall) -> str:

@@ -16,6 +16,17 @@ a digest of the session id, which the agent chooses):
     touched, command run, prompt or error, appended by every capture hook:
     what a checkpoint before compaction and the summary at the end are
     made of, without reading memory back.
+``<digest>.lock``
+    Held while the transcript cursor moves.
+
+Nothing here is memory (that is in git); it is what lets a session go on
+where it stopped. SessionEnd removes only the journal: a session can be
+resumed after it ended, and its cursor keeps transcript ingest from recording
+the assistant's messages twice. The rest goes in a sweep (:func:`sweep`, run
+by SessionStart at most once a day, stamped by ``.swept``): every file of a
+session none of whose files changed for ``edda.claude.sessionTTL`` (default
+30 days, Claude Code's own default for keeping transcripts, after which the
+session cannot be resumed anyway).
 """
 
 from __future__ import annotations
@@ -23,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 
 from gitmem.storage import files
 from gitmem.storage.locate import RepoLocation
@@ -32,6 +44,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 SESSIONS_DIR = os.path.join("agents", "sessions")
+SWEEP_STAMP = ".swept"  # in SESSIONS_DIR; its mtime is the last sweep
+SWEEP_EVERY = 24 * 3600  # seconds between two sweeps
 JOURNAL_TAIL_BYTES = 64 * 1024  # what a checkpoint looks back at
 JOURNAL_VALUE_CHARS = 300  # a journal line is a reminder, not a record
 
@@ -114,3 +128,53 @@ def forget(location: RepoLocation, session: str) -> None:
         os.unlink(_base(location, session) + ".jsonl")
     except OSError:
         pass
+
+
+def sweep(
+    location: RepoLocation, max_age: float, keep: str | None = None, now: float | None = None
+) -> int | None:
+    """Remove the files of sessions idle for more than ``max_age`` seconds (the
+    newest of a session's files is its last activity), except ``keep``'s.
+
+    Runs at most once per :data:`SWEEP_EVERY`: returns None when the last
+    sweep was more recent, else how many sessions it removed. The stamp is
+    set before the sweep, so hooks starting together do not all sweep."""
+    directory = os.path.join(location.state_path, SESSIONS_DIR)
+    now = time.time() if now is None else now
+    stamp = os.path.join(directory, SWEEP_STAMP)
+    try:
+        if now - os.stat(stamp).st_mtime < SWEEP_EVERY:
+            return None
+    except FileNotFoundError:
+        pass
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return 0
+    with open(stamp, "w"):
+        pass
+    os.utime(stamp, (now, now))
+    kept = os.path.basename(_base(location, keep)) if keep is not None else None
+    sessions: dict[str, list[tuple[str, float]]] = {}
+    for name in names:
+        # <digest>.json, .cursor.json, .jsonl, .lock, and write_atomic's
+        # leftovers (.<digest>.json.<pid>_<random>.tmp) of a killed writer
+        digest = name.lstrip(".").split(".", 1)[0]
+        if len(digest) != 32 or not all(c in "0123456789abcdef" for c in digest):
+            continue
+        try:
+            mtime = os.stat(os.path.join(directory, name)).st_mtime
+        except FileNotFoundError:
+            continue
+        sessions.setdefault(digest, []).append((name, mtime))
+    removed = 0
+    for digest, found in sessions.items():
+        if digest == kept or now - max(m for _, m in found) <= max_age:
+            continue
+        for name, _ in found:
+            try:
+                os.unlink(os.path.join(directory, name))
+            except FileNotFoundError:
+                pass
+        removed += 1
+    return removed

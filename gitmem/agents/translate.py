@@ -156,7 +156,7 @@ class Translator:
         """A checkpoint from what the session did lately (before compaction:
         the agent will lose the details, memory keeps where it was)."""
         body = checkpoint_body(entries, _str(payload.get("trigger")) or "auto")
-        summary = _str(payload.get("compact_summary"))
+        summary = compact_summary(_str(payload.get("compact_summary")))
         if summary:
             body["summary"] = _clip(summary, 4000)
         if not (body.get("summary") or body.get("next")):
@@ -190,6 +190,19 @@ def checkpoint_body(entries: list[tuple[str, str]], trigger: str) -> dict[str, A
     if edited:
         body["paths"] = edited
     return body
+
+
+def compact_summary(text: str) -> str:
+    """The summary in PostCompact's ``compact_summary``: Claude Code hands the
+    model's whole answer (2.1.330), an ``<analysis>`` scratchpad and then the
+    ``<summary>``; the model is shown the summary alone, and so is memory."""
+    start, end = text.find("<summary>"), text.rfind("</summary>")
+    if start >= 0 and end > start:
+        return text[start + len("<summary>") : end].strip()
+    start, end = text.find("<analysis>"), text.find("</analysis>")
+    if start >= 0 and end > start:
+        text = text[:start] + text[end + len("</analysis>") :]
+    return text.strip()
 
 
 def session_of(payload: dict[str, Any]) -> str | None:

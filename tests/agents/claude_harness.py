@@ -4,7 +4,14 @@
 is marked trusted, so project settings and hooks apply); ``Claude.run(prompt,
 script)`` starts a :class:`~scripted_model.ScriptedModel`, runs ``claude -p
 PROMPT --output-format json`` in the project against it, and returns the
-parsed result together with every request the model received.
+parsed result together with every request the model received. Given a list
+of prompts, ``run`` keeps one session going through all of them (``claude -p
+--input-format stream-json``), sending each after the previous one's result:
+that is how a test types ``/compact`` between two prompts of one session.
+
+Hooks run with ``PYTHONPATH`` set to this checkout, so a hook command that
+starts Python (``git-edda hook claude``) runs the code under test, not
+whatever copy of gitmem the interpreter has installed.
 
 ``find_claude()`` locates the CLI: ``GITMEM_CLAUDE_BIN``, else the cache that
 ``install_claude.sh`` fills (installing it there when npm is available).
@@ -12,11 +19,15 @@ parsed result together with every request the model received.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import queue
 import shlex
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +38,7 @@ from agents.scripted_model import Request, ScriptedModel, Turn
 
 HERE = Path(__file__).resolve().parent
 INSTALL = HERE / "install_claude.sh"
+ROOT = HERE.parents[1]  # the checkout whose gitmem the hooks run
 
 # Read once, at import: the suite's autouse fixture later points HOME at a
 # temporary directory and drops GITMEM_* variables, which would hide the cache.
@@ -78,11 +90,19 @@ class ClaudeRun:
     stderr: str
     seconds: float
     unused: list[Turn]
+    results: list[dict[str, Any]]
+    "One result per prompt (``result`` is the last)."
 
     @property
     def turns(self) -> list[Request]:
-        """The agent's requests to the model (side requests left out)."""
+        """The agent's requests to the model (side requests and compaction's
+        requests for a summary left out)."""
         return [r for r in self.requests if r.is_agent_turn]
+
+    @property
+    def compactions(self) -> list[Request]:
+        """Compaction's requests for a summary of the conversation."""
+        return [r for r in self.requests if r.is_compaction]
 
 
 class Claude:
@@ -133,12 +153,13 @@ class Claude:
             DISABLE_AUTOUPDATER="1",
             DISABLE_ERROR_REPORTING="1",
             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+            PYTHONPATH=str(ROOT),
         )
         return env
 
     def run(
         self,
-        prompt: str,
+        prompt: str | Sequence[str],
         script: Sequence[Turn],
         *,
         allowed_tools: Sequence[str] = ("Bash",),
@@ -147,37 +168,138 @@ class Claude:
         timeout: float = 60,
         check: bool = True,
     ) -> ClaudeRun:
-        """Run ``claude -p prompt`` with the model answering from ``script``."""
-        command = [str(self.binary), "-p", prompt, "--output-format", "json"]
+        """Run ``claude -p prompt`` with the model answering from ``script``;
+        given several prompts, one session that answers each in turn."""
+        command = [str(self.binary), "-p"]
+        if isinstance(prompt, str):
+            command += [prompt, "--output-format", "json"]
+        else:
+            command += ["--input-format", "stream-json", "--output-format", "stream-json"]
+            command += ["--verbose"]  # stream-json output requires it
         if allowed_tools:
             command += ["--allowedTools", ",".join(allowed_tools)]
         command += args
         with ScriptedModel(list(script)) as model:
             start = time.monotonic()
-            proc = subprocess.run(
-                command,
-                cwd=cwd or self.project,
-                env=self.env(model.url),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-            )
+            env = self.env(model.url)
+            if isinstance(prompt, str):
+                proc = subprocess.run(
+                    command,
+                    cwd=cwd or self.project,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    text=True,
+                    timeout=timeout,
+                )
+                returncode, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
+            else:
+                returncode, stdout, stderr = _converse(
+                    command, cwd or self.project, env, list(prompt), timeout
+                )
             seconds = time.monotonic() - start
             requests, unused = list(model.requests), model.unused
-        try:
-            result = json.loads(proc.stdout)
-        except ValueError:
-            result = {}
-        run = ClaudeRun(
-            result, requests, proc.returncode, proc.stdout, proc.stderr, seconds, unused
-        )
-        if check and (proc.returncode != 0 or result.get("is_error") is not False):
+        if isinstance(prompt, str):
+            try:
+                results = [json.loads(stdout)]
+            except ValueError:
+                results = []
+        else:
+            results = [m for m in _json_lines(stdout) if m.get("type") == "result"]
+        result = results[-1] if results else {}
+        run = ClaudeRun(result, requests, returncode, stdout, stderr, seconds, unused, results)
+        expected = 1 if isinstance(prompt, str) else len(prompt)
+        if check and (
+            returncode != 0
+            or len(results) != expected
+            or any(r.get("is_error") is not False for r in results)
+        ):
             raise AssertionError(
-                f"claude exited {proc.returncode}\nstdout: {proc.stdout[-2000:]}\n"
-                f"stderr: {proc.stderr[-2000:]}"
+                f"claude exited {returncode}\nstdout: {stdout[-2000:]}\nstderr: {stderr[-2000:]}"
             )
         return run
+
+
+def _converse(
+    command: list[str], cwd: Path, env: dict[str, str], prompts: list[str], timeout: float
+) -> tuple[int, str, str]:
+    """Run ``command`` (stream-json in and out), sending each prompt as a user
+    message once the previous one has its result, then closing its input.
+
+    Sent one at a time so that each prompt meets the session as the previous
+    one left it (``/compact`` after the work it compacts, not queued beside
+    it). Returns the exit code, stdout and stderr; kills the process and
+    raises AssertionError after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    lines: queue.Queue[str | None] = queue.Queue()
+    out: list[str] = []
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as err:
+        proc = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,  # a file: a full stderr pipe could stall the CLI
+            text=True,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        stdout = proc.stdout
+
+        def pump() -> None:
+            for line in stdout:
+                lines.put(line)
+            lines.put(None)
+
+        threading.Thread(target=pump, daemon=True).start()
+        ended = False  # the CLI closed its output (early, when a prompt is left)
+
+        def wait_line() -> str | None:
+            return lines.get(timeout=max(0.1, deadline - time.monotonic()))
+
+        try:
+            for prompt in prompts:
+                message = {"type": "user", "message": {"role": "user", "content": prompt}}
+                try:
+                    proc.stdin.write(json.dumps(message) + "\n")
+                    proc.stdin.flush()
+                except BrokenPipeError:
+                    break  # the CLI ended early: the caller sees what it said
+                while (line := wait_line()) is not None:
+                    out.append(line)
+                    if any(m.get("type") == "result" for m in _json_lines(line)):
+                        break
+                else:
+                    ended = True
+                    break
+            with contextlib.suppress(BrokenPipeError):
+                proc.stdin.close()
+            while not ended and (line := wait_line()) is not None:
+                out.append(line)
+            returncode = proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except (queue.Empty, subprocess.TimeoutExpired):
+            proc.kill()
+            proc.wait()
+            err.seek(0)
+            raise AssertionError(
+                f"claude did not finish within {timeout} s\nstdout: {''.join(out)[-2000:]}\n"
+                f"stderr: {err.read()[-2000:]}"
+            ) from None
+        err.seek(0)
+        return returncode, "".join(out), err.read()
+
+
+def _json_lines(text: str) -> list[dict[str, Any]]:
+    """The JSON objects among ``text``'s lines (others skipped)."""
+    found = []
+    for line in text.splitlines():
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+    return found
 
 
 def recorder(path: Path) -> list[str]:

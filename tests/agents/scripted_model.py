@@ -6,7 +6,10 @@ every request it receives so that a test can assert what reached the model.
 Only the agent's own loop consumes the script: a request that offers no
 ``tools`` (Claude Code has made side requests for titles or quota probes) gets a
 short canned answer, so a script does not depend on how many of those a CLI
-version makes. Version 2.1.330 with non-essential traffic off sends nothing but
+version makes. Compaction's request for a summary of the conversation (it
+offers tools, but asks for text only) gets :data:`COMPACT_SUMMARY`, in the
+``<analysis>``/``<summary>`` form the request asks for: version 2.1.330 sends
+that request twice for one ``/compact``, so it cannot come from the script. Version 2.1.330 with non-essential traffic off sends nothing but
 ``POST /v1/messages?beta=true``; with it on, it also sends ``HEAD /api/hello``
 first (answered 200 here). ``count_tokens`` is answered; any other path gets
 the API's 404 error body.
@@ -22,6 +25,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 MODEL = "claude-scripted"
+# How Claude Code's compaction prompt asks for the summary (both its whole-
+# conversation and its recent-portion variants, in version 2.1.330).
+COMPACT_REQUEST = "Your task is to create a detailed summary of the"
+COMPACT_SUMMARY = (
+    "<analysis>\nThe user asked for a change; it was made with the tools.\n</analysis>\n\n"
+    "<summary>\n1. Primary Request and Intent: SCRIPTED-COMPACT-SUMMARY of the work so far.\n"
+    "</summary>"
+)
 
 
 @dataclass(frozen=True)
@@ -58,13 +69,29 @@ class Request:
 
     @property
     def is_agent_turn(self) -> bool:
-        """A request of the agent's loop (it offers tools), not a side request."""
+        """A request of the agent's loop (it offers tools), not a side request
+        nor compaction's request for a summary."""
         return (
             self.method == "POST"
             and self.path.split("?")[0] == "/v1/messages"
             and isinstance(self.body, dict)
             and bool(self.body.get("tools"))
+            and not self.is_compaction
         )
+
+    @property
+    def is_compaction(self) -> bool:
+        """Compaction's request: the last user message asks for a summary of
+        the conversation (appended after the conversation it summarises; a
+        system reminder may follow it)."""
+        messages = self.body.get("messages") if isinstance(self.body, dict) else None
+        users = [m for m in messages or [] if isinstance(m, dict) and m.get("role") == "user"]
+        if not users:
+            return False
+        content = users[-1].get("content")
+        blocks = [content] if isinstance(content, str) else content or []
+        texts = [b if isinstance(b, str) else b.get("text", "") for b in blocks]
+        return any(isinstance(t, str) and COMPACT_REQUEST in t for t in texts)
 
 
 @dataclass
@@ -74,6 +101,7 @@ class ScriptedModel:
     script: list[Turn] = field(default_factory=list)
     requests: list[Request] = field(default_factory=list)
     final: Turn = field(default_factory=lambda: say("(end of script)"))
+    summary: Turn = field(default_factory=lambda: say(COMPACT_SUMMARY))
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -106,6 +134,11 @@ class ScriptedModel:
     def turns(self) -> list[Request]:
         """The requests of the agent's loop, in order."""
         return [r for r in self.requests if r.is_agent_turn]
+
+    @property
+    def compactions(self) -> list[Request]:
+        """Compaction's requests for a summary, in order."""
+        return [r for r in self.requests if r.is_compaction]
 
     @property
     def unused(self) -> list[Turn]:
@@ -183,6 +216,8 @@ class ScriptedModel:
             self._server.server_close()
 
     def _next(self, request: Request) -> Turn:
+        if request.is_compaction:
+            return self.summary
         if not request.is_agent_turn:
             return say("Scripted side answer")
         with self._lock:

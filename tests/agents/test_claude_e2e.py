@@ -27,8 +27,10 @@ PAYLOADS = Path(__file__).resolve().parent / "payloads"
 SESSION_START_PREFIX = "SessionStart hook additional context:"
 
 # Every event the tier registers a hook for. A session in ``-p`` mode with
-# tools fires the first group; the others need what the scripted sessions
-# do not do yet (compaction, subagents, permission prompts, notifications).
+# tools fires the first group, a ``/compact`` also SessionStart (resume and
+# compact), PreCompact, SubagentStop (compaction's own) and PostCompact; the
+# others need what the scripted sessions do not do yet (subagents, permission
+# prompts, notifications).
 EVENTS = (
     "SessionStart",
     "UserPromptSubmit",
@@ -112,10 +114,13 @@ def test_a_session_start_hooks_context_reaches_the_model(claude: Claude) -> None
     )
 
 
+TIMINGS = ("duration_ms", "seconds_since_last_response")
+
+
 def scrub(value: Any, replacements: list[tuple[str, str]]) -> Any:
     """Paths and ids replaced by stable placeholders, timings by 0."""
     if isinstance(value, dict):
-        return {k: 0 if k == "duration_ms" else scrub(v, replacements) for k, v in value.items()}
+        return {k: 0 if k in TIMINGS else scrub(v, replacements) for k, v in value.items()}
     if isinstance(value, list):
         return [scrub(v, replacements) for v in value]
     if isinstance(value, str):
@@ -125,9 +130,17 @@ def scrub(value: Any, replacements: list[tuple[str, str]]) -> Any:
 
 
 def payload_name(payload: dict[str, Any]) -> str:
-    """``PostToolUse.Bash``: the event, and the tool for tool events."""
+    """``PostToolUse.Bash``: the event, and the tool for tool events;
+    ``SessionStart.compact``: the source, for a SessionStart not at startup."""
     tool = payload.get("tool_name")
-    return payload["hook_event_name"] + (f".{tool}" if tool else "")
+    source = payload.get("source") if payload["hook_event_name"] == "SessionStart" else None
+    detail = tool or (source if source != "startup" else None)
+    return payload["hook_event_name"] + (f".{detail}" if detail else "")
+
+
+def first_seen(values: Any) -> list[str]:
+    """Distinct values in the order they first appear."""
+    return list(dict.fromkeys(values))
 
 
 def test_hooks_receive_the_real_payloads_which_match_the_golden_files(claude: Claude) -> None:
@@ -171,16 +184,38 @@ def test_hooks_receive_the_real_payloads_which_match_the_golden_files(claude: Cl
     assert by_name["PostToolUseFailure.Bash"]["tool_input"] == {"command": "exit 3"}
     assert by_name["Stop"]["last_assistant_message"] == "all done"
 
-    # Ids and the temporary paths become placeholders; the escaped project
-    # directory (transcripts live under ~/.claude/projects/<escaped cwd>/).
+    # The session resumed for a /compact: compaction's events, in their order.
+    compact = claude.run("/compact", [], args=["--resume", session])
+    assert compact.compactions and not compact.turns  # only the summary was asked for
+    assert compact.result["session_id"] == session
+    later = [json.loads(line) for line in log.read_text().splitlines()][len(payloads) :]
+    assert [payload_name(p) for p in later if p["hook_event_name"] != "SubagentStop"] == [
+        "SessionStart.resume",
+        "PreCompact",
+        "SessionStart.compact",
+        "PostCompact",
+        "SessionEnd",
+    ]
+    payloads += later
+    for payload in later:
+        by_name.setdefault(payload_name(payload), payload)
+    assert by_name["PreCompact"]["trigger"] == by_name["PostCompact"]["trigger"] == "manual"
+    assert "SCRIPTED-COMPACT-SUMMARY" in by_name["PostCompact"]["compact_summary"]
+    assert {p["session_id"] for p in payloads} == {session}
+
+    # Ids and the temporary paths become placeholders (numbered in the order
+    # they first appear); the escaped project directory (transcripts live
+    # under ~/.claude/projects/<escaped cwd>/).
     project = str(claude.project.resolve())
-    prompt_ids = sorted({p["prompt_id"] for p in payloads if "prompt_id" in p})
+    prompt_ids = first_seen(p["prompt_id"] for p in payloads if "prompt_id" in p)
+    agent_ids = first_seen(p["agent_id"] for p in payloads if "agent_id" in p)
     replacements = [
         (str(claude.home.resolve()), "/HOME"),
         (project, "/PROJECT"),
         (re.sub(r"[^A-Za-z0-9]", "-", project), "-PROJECT"),
         (session, "SESSION_ID"),
         *((pid, f"PROMPT_ID_{n}") for n, pid in enumerate(prompt_ids, 1)),
+        *((aid, f"AGENT_ID_{n}") for n, aid in enumerate(agent_ids, 1)),
     ]
     observed = {name: scrub(p, replacements) for name, p in by_name.items()}
     assert "-PROJECT/SESSION_ID.jsonl" in observed["SessionStart"]["transcript_path"]

@@ -12,6 +12,9 @@ Capture events (standard library only, a few milliseconds):
 ``SubagentStart/Stop`` -> observation ``message``
 ``PreCompact``         -> a checkpoint of where the session stood (from its journal)
 ``PostCompact``        -> a checkpoint with Claude Code's compaction summary, when given
+                       (its ``<summary>``, not the model's ``<analysis>``). Claude
+                       Code 2.1.330 runs it after SessionStart(compact): that
+                       pack carries PreCompact's checkpoint, not this one
 ``Stop``               -> the assistant's new text in the transcript, and the final
                        message, as observations ``message`` (also on
                        PreCompact, before the transcript is compacted, and on

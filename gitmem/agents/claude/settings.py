@@ -66,7 +66,9 @@ HOOKS: tuple[HookSpec, ...] = (
     HookSpec("SubagentStart", background=True),
     HookSpec("SubagentStop", background=True),
     HookSpec("PreCompact", timeout=60),  # checkpoint before the transcript is compacted
-    HookSpec("PostCompact", timeout=30),  # before SessionStart(compact) reads it
+    # Claude Code's summary; it runs after SessionStart(compact) (2.1.330, seen
+    # by tests/agents), so in the foreground for a session that ends right after.
+    HookSpec("PostCompact", timeout=30),
     HookSpec("Stop", background=True),  # the assistant's last message
     HookSpec("StopFailure", background=True),
     HookSpec("SessionEnd", timeout=30),  # close the capsule (a background job could be cut off)

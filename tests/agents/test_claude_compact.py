@@ -1,0 +1,126 @@
+"""A real Claude Code session compacts and gets its checkpoint back.
+
+One ``claude -p`` session (stream-json input, one prompt after the other)
+does some work, then the user types ``/compact``, then asks it to carry on.
+Claude Code asks the model for a summary (the scripted model answers it),
+runs PreCompact, SessionStart with source ``compact`` and PostCompact, in that
+order (version 2.1.330), and the next request of the agent's loop carries the
+compacted conversation plus what the SessionStart hook injected: gitmem's
+pack, its open capsule and the PreCompact checkpoint first."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.claude_harness import Claude
+from agents.scripted_model import call, say
+from agents.test_claude_e2e import SESSION_START_PREFIX, system_texts
+
+pytestmark = pytest.mark.claude
+
+ROOT = Path(__file__).resolve().parents[2]
+GIT_EDDA = Path(sys.executable).with_name("git-edda")
+
+
+def _run(repo: Path, *args: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([*args], cwd=repo, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def _edda(repo: Path, *args: str) -> str:
+    return _run(repo, sys.executable, "-m", "gitmem.cli.main", *args, "-C", str(repo))
+
+
+def _events(repo: Path) -> list[dict[str, Any]]:
+    _edda(repo, "flush")
+    return json.loads(_edda(repo, "log", "--reverse", "--all-branches", "--json"))["events"]
+
+
+@pytest.mark.skipif(
+    not GIT_EDDA.exists(), reason="needs the installed git-edda script beside python"
+)
+def test_a_compacted_session_gets_its_checkpoint_and_capsule_back_first(claude: Claude) -> None:
+    repo = claude.project
+    _run(repo, "git", "init", "-q", "-b", "main")
+    (repo / "parser.py").write_text("def parse(text):\n    return text.split()\n")
+    _run(repo, "git", "add", "parser.py")
+    _run(repo, "git", "commit", "-q", "-m", "parser")
+    _edda(repo, "install", "claude", "--no-mcp")
+    parser = str(repo / "parser.py")
+    script = [
+        call("Bash", command="grep -n split parser.py"),
+        call("Read", file_path=parser),
+        call("Edit", file_path=parser, old_string="text.split()", new_string="text.split(',')"),
+        say("parse now splits on commas"),
+        # /compact: Claude Code's summary requests are answered by the model itself
+        say("carrying on from the checkpoint"),
+    ]
+
+    run = claude.run(
+        ["split on commas in parser.py", "/compact", "carry on with the parser"],
+        script,
+        allowed_tools=("Bash", "Read", "Edit"),
+        timeout=180,
+    )
+
+    assert not run.unused
+    assert (repo / "parser.py").read_text() == "def parse(text):\n    return text.split(',')\n"
+    assert run.result["result"] == "carrying on from the checkpoint"
+    # Claude Code compacted: it asked for a summary, and the turn after it
+    # starts from that summary instead of the conversation.
+    assert run.compactions, "Claude Code never asked the model for a summary"
+    after = run.turns[-1]
+    first = json.dumps(after.body["messages"][0]["content"])
+    assert "SCRIPTED-COMPACT-SUMMARY" in first and "split on commas in parser.py" not in first
+
+    # What the SessionStart(compact) hook injected reached that turn: the
+    # startup pack went with the compacted conversation, this one is new.
+    injected = [
+        t[t.index(SESSION_START_PREFIX) :] for t in system_texts(after) if SESSION_START_PREFIX in t
+    ]
+    assert len(injected) == 1, system_texts(after)
+    pack = injected[0]
+    checkpoint = pack.index("Before compaction (manual).")
+    for part in (
+        "Working on: split on commas in parser.py",
+        "Files edited: parser.py",
+        "Recent commands: grep -n split parser.py",
+        "next: Continue: split on commas in parser.py",
+    ):
+        assert pack.index(part) > checkpoint, part
+    assert pack.index("## Open capsule") < checkpoint < pack.index("## Recent activity")
+    assert "## Current work" in pack[:checkpoint]
+
+    # The store: one capsule for the whole session, across compaction, with
+    # PreCompact's checkpoint and PostCompact's (Claude Code's summary) in it.
+    session = run.result["session_id"]
+    mine = [e for e in _events(repo) if e["envelope"]["scope"].get("session") == session]
+    kinds = [e["envelope"]["type"] for e in mine]
+    assert kinds.count("capsule_open") == 1 and kinds[-1] == "capsule_close", kinds
+    capsule = mine[0]["envelope"]["id"]
+    assert all(e["envelope"].get("capsule") == capsule for e in mine[1:]), kinds
+    before, summary = (e for e in mine if e["envelope"]["type"] == "checkpoint")
+    assert before["body"] == {
+        "summary": "Before compaction (manual).\nWorking on: split on commas in parser.py\n"
+        "Files edited: parser.py\nRecent commands: grep -n split parser.py",
+        "next": "Continue: split on commas in parser.py",
+        "paths": ["parser.py"],
+    }
+    # Only the <summary> of the model's answer: its <analysis> is a scratchpad.
+    assert summary["body"] == {
+        "summary": "1. Primary Request and Intent: SCRIPTED-COMPACT-SUMMARY of the work so far."
+    }
+    prompts = [e["body"]["text"] for e in mine if e["envelope"]["type"] == "prompt"]
+    assert prompts == ["split on commas in parser.py", "carry on with the parser"]
+    assert kinds.index("checkpoint") > kinds.index("prompt")
+    last_prompt = len(kinds) - 1 - kinds[::-1].index("prompt")
+    assert last_prompt > len(kinds) - 1 - kinds[::-1].index("checkpoint")
