@@ -9,12 +9,11 @@ is an accelerator, never a dependency.
 
 from __future__ import annotations
 
-import os
-import time
-
 # The C module under :mod:`socket`: the Python wrapper and its imports
 # (selectors, enum) cost a hook ~5 ms, and a unix stream needs none of it.
 import _socket
+import os
+import time
 
 from gitmem.ipc.paths import socket_path
 from gitmem.ipc.wire import WireError, build_id, receive, send
