@@ -136,24 +136,31 @@ class Daemon:
         except Exception as exc:
             self.log(f"catching up failed: {type(exc).__name__}: {exc}")
 
-    def handle(self, conn: socket.socket) -> None:
-        """Read one request from ``conn``, answer it, close it."""
+    def handle(self, conn: socket.socket) -> bool:
+        """Read one request from ``conn``, answer it, close it; True when it
+        was work for a client (a hook call, a command)."""
         with conn:
             if not _same_user(conn):
                 self.log("refused a connection from another user")
-                return
+                return False
             conn.settimeout(READ_TIMEOUT)
             try:
                 request = receive(conn)
             except (OSError, WireError) as exc:
                 self.log(f"dropped a request: {exc}")
-                return
+                return False
             reply = self.answer(request)
-            self.requests += 1
+            worked = reply.get("ok") is True and request.get("op") in ("hook", "cli")
+            if worked:
+                # Work done for a client (not pings, not refusals): what
+                # keeps the daemon alive (a status loop does not).
+                self.requests += 1
+                self.last = time.monotonic()
             try:
                 send(conn, reply)
             except OSError:
                 pass  # the client left; a hook's client has done the work itself
+            return worked
 
 
 def _same_user(conn: socket.socket) -> bool:
@@ -254,20 +261,20 @@ def serve(repo: str, *, idle_timeout: float | None = None) -> int:
 
 def _loop(daemon: Daemon, listener: socket.socket, path: str, inode: int) -> str:
     """Serve until a reason to stop; return it."""
-    behind = False  # requests were served since the last catch-up
+    behind = False  # work was done since the last catch-up
     while True:
+        if _terminated:
+            return "terminated"
+        if time.monotonic() - daemon.last > daemon.idle_timeout:
+            return f"idle for {daemon.idle_timeout:g} s"
         listener.settimeout(CATCH_UP_AFTER if behind else POLL)
         try:
             conn, _ = listener.accept()
         except TimeoutError:
-            if _terminated:
-                return "terminated"
-            if behind:  # a lull after requests: the moment to catch up
+            if behind:  # a lull after work: the moment to catch up
                 daemon.catch_up()
                 behind = False
                 continue
-            if time.monotonic() - daemon.last > daemon.idle_timeout:
-                return f"idle for {daemon.idle_timeout:g} s"
             try:
                 if os.stat(path).st_ino != inode:
                     return "its socket was replaced"
@@ -277,13 +284,9 @@ def _loop(daemon: Daemon, listener: socket.socket, path: str, inode: int) -> str
                 return "the repository is gone"
             continue
         conn.setblocking(True)
-        daemon.handle(conn)
-        daemon.last = time.monotonic()
-        behind = True
+        behind = daemon.handle(conn) or behind
         if daemon.stopping:
             return "asked to stop"
-        if _terminated:
-            return "terminated"
 
 
 def _worktree(location: RepoLocation) -> RepoLocation:

@@ -132,6 +132,16 @@ def spawn(
         return False
 
 
+def ensure_started(location: RepoLocation) -> bool:
+    """Start the daemon in the background if none answers (:func:`spawn`'s
+    rules apply); True when this call started one. Never raises."""
+    try:
+        answer = call(location, "ping", start_within=1.0, answer_within=2.0)
+    except Exception:
+        return False
+    return isinstance(answer, Absent) and answer.reason == "absent" and spawn(location)
+
+
 def start(
     location: RepoLocation, *, idle_timeout: float | None = None, wait: float = 30.0
 ) -> DaemonStatus:

@@ -505,9 +505,13 @@ def build_server(repo: Repo) -> MCPServer:
 
 def run_stdio(repo: Repo) -> None:
     """Serve over stdio until the client closes standard input."""
+    from gitmem.ipc.control import ensure_started
     from gitmem.storage.locate import locate
 
-    locate(repo)  # not a repository: say so now, not on the first call
+    location = locate(repo)  # not a repository: say so now, not on the first call
+    # Claude Code starts its MCP servers with the session: the daemon is then
+    # warm before the first prompt's hook needs it.
+    ensure_started(location)
     build_server(repo).run("stdio")
 
 

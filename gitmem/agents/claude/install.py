@@ -566,4 +566,34 @@ def doctor(repo: Repo = None) -> Doctor:
                 "pip install 'git-edda[mcp]'",
             )
         )
+    checks.append(_daemon_check(location))
     return Doctor(states, mcp_state, state.to_json(), checks)
+
+
+def _daemon_check(location: RepoLocation) -> Check:
+    """The warm daemon: running, or started on demand (never a failure: every
+    hook and command works without it, only slower)."""
+    from gitmem.ipc.client import enabled
+    from gitmem.ipc.control import status
+    from gitmem.storage.gitconfig import get_bool, read_config
+
+    if not enabled():
+        return Check("daemon", "warn", "turned off ($GITMEM_DAEMON is 0): hooks run cold", None)
+    daemon = status(location)
+    if daemon.running:
+        return Check("daemon", "ok", f"running (pid {daemon.pid}, {daemon.requests} requests)")
+    if daemon.reason == "mismatch":
+        return Check(
+            "daemon",
+            "warn",
+            "a daemon of another gitmem installation or environment serves this repository",
+            "git edda daemon stop",
+        )
+    if not get_bool(read_config(location), "edda.daemon.autostart", True):
+        return Check(
+            "daemon",
+            "warn",
+            "not running, and edda.daemon.autostart is false: hooks run cold",
+            "git edda daemon start, or git config edda.daemon.autostart true",
+        )
+    return Check("daemon", "ok", "not running; hooks and queries start it on demand")
