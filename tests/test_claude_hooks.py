@@ -429,6 +429,59 @@ def test_compaction_leaves_a_checkpoint_that_comes_back_first(repo):
     assert summary["capsule"] == opened["id"]
 
 
+def test_a_session_resumed_after_it_ended_compacts_with_a_checkpoint_from_memory(repo):
+    """``claude -p --resume ID /compact``: SessionEnd removed the journal, so
+    PreCompact's checkpoint comes from what memory recorded in the session."""
+    for name in (
+        "SessionStart",
+        "UserPromptSubmit",
+        "PostToolUse.Bash",
+        "PostToolUseFailure.Bash",
+        "PostToolUse.Edit",
+        "Stop",
+        "SessionEnd",
+    ):
+        assert hook(repo, real(repo, name))[0] == 0
+    assert not list((repo / ".git/edda/agents/sessions").glob("*.jsonl"))  # no journal
+    assert hook(repo, real(repo, "SessionStart.resume"))[0] == 0
+    ended, resumed = events(repo, "capsule_open")
+    assert resumed["body"]["parent"] == ended["id"]
+
+    assert hook(repo, real(repo, "PreCompact")) == (0, "", "")
+    [checkpoint] = events(repo, "checkpoint")
+    assert checkpoint["body"] == {
+        "summary": "Before compaction (manual).\nWorking on: exercise the tools\n"
+        "Files edited: notes.txt\nRecent commands: echo hi; exit 3\n"
+        "Recent errors: Bash: Exit code 3",
+        "next": "Continue: exercise the tools",
+        "paths": ["notes.txt"],
+    }
+    assert checkpoint["capsule"] == resumed["id"]
+    _, out, _ = hook(repo, real(repo, "SessionStart.compact"))
+    pack = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    work = pack.index("## Current work")
+    assert pack.index("Before compaction (manual).", work) < pack.index(
+        "next: Continue: exercise the tools", work
+    )
+
+
+def test_a_resumed_session_that_recorded_no_work_checkpoints_how_it_ended(repo, monkeypatch):
+    hook(repo, real(repo, "SessionStart"))
+    monkeypatch.setenv("GITMEM_SESSION", SESSION)  # what the agent's Bash gets
+    assert cli(repo, "decide", "storage.format", "parquet")[0] == 0
+    monkeypatch.delenv("GITMEM_SESSION")
+    hook(repo, real(repo, "SessionEnd"))
+    hook(repo, real(repo, "SessionStart.resume"))
+
+    hook(repo, real(repo, "PreCompact"))
+    [checkpoint] = events(repo, "checkpoint")
+    [closed] = events(repo, "capsule_close")
+    assert "Decisions: storage.format = parquet" in closed["body"]["summary"]
+    assert checkpoint["body"] == {
+        "summary": "Before compaction (manual).\nBefore the resume: " + closed["body"]["summary"]
+    }
+
+
 @pytest.mark.parametrize(
     ("given", "kept"),
     [

@@ -173,6 +173,7 @@ def checkpoint_body(entries: list[tuple[str, str]], trigger: str) -> dict[str, A
     edited = _last_distinct([v for k, v in entries if k == "file"], 10)
     commands = _last_distinct([v for k, v in entries if k == "cmd"], 5)
     errors = _last_distinct([v for k, v in entries if k == "error"], 3)
+    ended = [v for k, v in entries if k == "ended"]  # how a resumed session had ended
     lines = []
     if prompts:
         lines.append(f"Working on: {prompts[-1]}")
@@ -182,6 +183,8 @@ def checkpoint_body(entries: list[tuple[str, str]], trigger: str) -> dict[str, A
         lines.append("Recent commands: " + "; ".join(commands))
     if errors:
         lines.append("Recent errors: " + "; ".join(errors))
+    if ended and not lines:
+        lines.append(f"Before the resume: {ended[-1]}")
     body: dict[str, Any] = {}
     if lines:
         body["summary"] = f"Before compaction ({trigger}).\n" + "\n".join(lines)
