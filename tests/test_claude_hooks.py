@@ -255,6 +255,52 @@ def test_failures_subagents_and_prompts(repo):
     assert prompt["scope"]["session"] == SESSION
 
 
+def test_compactions_own_subagent_stop_is_not_recorded(repo):
+    """Claude Code runs compaction's summary request as an agent of its own: a
+    SubagentStop with ``agent_type`` ``""`` (and no SubagentStart) carrying the
+    model's whole answer, the same text PostCompact hands over; the model's
+    subagents (2.1.330's Agent tool, seen with ``general-purpose``) have a type."""
+    compaction = real(repo, "SubagentStop")
+    assert compaction["agent_type"] == "" and "<analysis>" in compaction["last_assistant_message"]
+    assert hook(repo, compaction) == (0, "", "")
+    assert events(repo, "observation") == []
+
+    # The model's subagent, in the same payload shape: recorded with its answer.
+    hook(repo, payload(repo, "SubagentStart", agent_id="a2", agent_type="general-purpose"))
+    hook(repo, real(repo, "SubagentStop", agent_id="a2", agent_type="general-purpose"))
+    start, stop = (e["body"] for e in events(repo, "observation"))
+    assert start == {"kind": "message", "tool": "SubagentStart", "input": "general-purpose a2"}
+    assert stop["input"] == "general-purpose a2"
+    assert stop["result"] == compaction["last_assistant_message"]
+    # Another agent Claude Code runs for itself: one line, without its text.
+    hook(repo, real(repo, "SubagentStop", agent_id="a3", last_assistant_message="internal notes"))
+    assert events(repo, "observation")[-1]["body"] == {
+        "kind": "message",
+        "tool": "SubagentStop",
+        "input": "subagent a3",
+    }
+
+
+@pytest.mark.parametrize(
+    ("message", "recorded"),
+    [
+        ("<summary>the gist</summary>", False),
+        ("<analysis>thinking</analysis> and no summary", False),
+        ("<summary>unclosed", True),
+        ("</summary> the wrong way round <summary>", True),
+        ("", True),
+    ],
+)
+def test_an_own_agents_stop_is_compactions_by_its_answers_shape(repo, message, recorded):
+    hook(repo, real(repo, "SubagentStop", last_assistant_message=message))
+    found = [e["body"] for e in events(repo, "observation")]
+    assert found == (
+        [{"kind": "message", "tool": "SubagentStop", "input": "subagent AGENT_ID_1"}]
+        if recorded
+        else []
+    )
+
+
 def test_excluded_paths_are_named_without_their_content(repo):
     git(repo, "config", "--add", "edda.excludePath", "private/**")
     hook(

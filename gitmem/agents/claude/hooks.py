@@ -9,7 +9,8 @@ Capture events (standard library only, a few milliseconds):
                        Read/Grep/Glob/LS -> ``tool_call`` with the paths; MCP
                        tools (``mcp__*``) and the rest -> ``tool_call``
 ``PostToolUseFailure`` -> observation ``error``
-``SubagentStart/Stop`` -> observation ``message``
+``SubagentStart/Stop`` -> observation ``message`` (compaction's own SubagentStop: nothing,
+                       PostCompact records its summary)
 ``PreCompact``         -> a checkpoint of where the session stood (from its journal;
                        a session resumed after it ended has none: from what
                        memory recorded in the session)
