@@ -413,7 +413,7 @@ def test_a_session_is_one_capsule_from_start_to_end(repo, tmp_path, monkeypatch)
     summary = closed["body"]["summary"]
     assert closed["body"]["capsule"] == opened["id"]
     for part in (
-        "Session ended (prompt_input_exit): 1 prompt(s), 3 tool call(s).",
+        "Session ended (prompt_input_exit): 1 prompt, 3 tool calls.",
         "Files touched: store.py",
         "Commands run: pytest -q",
         "Decisions: storage.format = parquet",
@@ -429,6 +429,34 @@ def test_a_session_is_one_capsule_from_start_to_end(repo, tmp_path, monkeypatch)
     assert second["body"]["parent"] == first["id"]
     hook(repo, bash(repo, "git status"))
     assert events(repo, "observation")[-1]["capsule"] == second["id"]
+
+
+def test_the_closing_summary_counts_only_tool_calls(repo):
+    """The assistant's messages and subagents are observations, not tool calls."""
+    for name in ("SessionStart", "UserPromptSubmit"):
+        hook(repo, real(repo, name))
+    hook(repo, payload(repo, "SubagentStart", agent_id="a2", agent_type="general-purpose"))
+    hook(repo, real(repo, "SubagentStop", agent_id="a2", agent_type="general-purpose"))
+    hook(repo, real(repo, "Stop"))
+    hook(repo, real(repo, "SessionEnd"))
+    assert [e["body"]["tool"] for e in events(repo, "observation")] == [
+        "SubagentStart",
+        "SubagentStop",
+        "assistant",
+    ]
+    # Resumed: one command, no prompt.
+    hook(repo, real(repo, "SessionStart.resume"))
+    hook(repo, real(repo, "PostToolUse.Bash"))
+    hook(repo, real(repo, "SessionEnd"))
+    first, second = (e["body"]["summary"] for e in events(repo, "capsule_close"))
+    assert first.splitlines() == [
+        "Session ended (other): 1 prompt, 0 tool calls.",
+        "First prompt: exercise the tools",
+    ]
+    assert second.splitlines() == [
+        "Session ended (other): 0 prompts, 1 tool call.",
+        "Commands run: echo hi",
+    ]
 
 
 def test_compaction_leaves_a_checkpoint_that_comes_back_first(repo):

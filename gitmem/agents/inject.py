@@ -299,8 +299,12 @@ def session_end(call: HookCall) -> None:
 def summarize(events: list[Event], reason: str = "") -> str:
     """What a session did, extracted from its events: prompts, files touched,
     commands run, decisions and learnings recorded, commits, errors."""
+    from gitmem.memory.describe import plural
+
     prompts = [e for e in events if e.type == "prompt"]
     observations = [e for e in events if e.type == "observation"]
+    # Messages (the assistant's text, subagents) are observations, not tool calls.
+    calls = [e for e in observations if e.field("kind") != "message"]
     touched = _distinct(
         f for e in observations if e.field("kind") == "file_diff" for f in _list(e.field("files"))
     )
@@ -322,7 +326,8 @@ def summarize(events: list[Event], reason: str = "") -> str:
         if e.type == "commit_link"
     ]
     lines = [
-        f"Session ended{f' ({reason})' if reason else ''}: {len(prompts)} prompt(s), {len(observations)} tool call(s)."
+        f"Session ended{f' ({reason})' if reason else ''}: "
+        f"{plural(len(prompts), 'prompt')}, {plural(len(calls), 'tool call')}."
     ]
     if prompts:
         lines.append(
