@@ -255,6 +255,52 @@ def test_failures_subagents_and_prompts(repo):
     assert prompt["scope"]["session"] == SESSION
 
 
+def test_compactions_own_subagent_stop_is_not_recorded(repo):
+    """Claude Code runs compaction's summary request as an agent of its own: a
+    SubagentStop with ``agent_type`` ``""`` (and no SubagentStart) carrying the
+    model's whole answer, the same text PostCompact hands over; the model's
+    subagents (2.1.330's Agent tool, seen with ``general-purpose``) have a type."""
+    compaction = real(repo, "SubagentStop")
+    assert compaction["agent_type"] == "" and "<analysis>" in compaction["last_assistant_message"]
+    assert hook(repo, compaction) == (0, "", "")
+    assert events(repo, "observation") == []
+
+    # The model's subagent, in the same payload shape: recorded with its answer.
+    hook(repo, payload(repo, "SubagentStart", agent_id="a2", agent_type="general-purpose"))
+    hook(repo, real(repo, "SubagentStop", agent_id="a2", agent_type="general-purpose"))
+    start, stop = (e["body"] for e in events(repo, "observation"))
+    assert start == {"kind": "message", "tool": "SubagentStart", "input": "general-purpose a2"}
+    assert stop["input"] == "general-purpose a2"
+    assert stop["result"] == compaction["last_assistant_message"]
+    # Another agent Claude Code runs for itself: one line, without its text.
+    hook(repo, real(repo, "SubagentStop", agent_id="a3", last_assistant_message="internal notes"))
+    assert events(repo, "observation")[-1]["body"] == {
+        "kind": "message",
+        "tool": "SubagentStop",
+        "input": "subagent a3",
+    }
+
+
+@pytest.mark.parametrize(
+    ("message", "recorded"),
+    [
+        ("<summary>the gist</summary>", False),
+        ("<analysis>thinking</analysis> and no summary", False),
+        ("<summary>unclosed", True),
+        ("</summary> the wrong way round <summary>", True),
+        ("", True),
+    ],
+)
+def test_an_own_agents_stop_is_compactions_by_its_answers_shape(repo, message, recorded):
+    hook(repo, real(repo, "SubagentStop", last_assistant_message=message))
+    found = [e["body"] for e in events(repo, "observation")]
+    assert found == (
+        [{"kind": "message", "tool": "SubagentStop", "input": "subagent AGENT_ID_1"}]
+        if recorded
+        else []
+    )
+
+
 def test_excluded_paths_are_named_without_their_content(repo):
     git(repo, "config", "--add", "edda.excludePath", "private/**")
     hook(
@@ -367,7 +413,7 @@ def test_a_session_is_one_capsule_from_start_to_end(repo, tmp_path, monkeypatch)
     summary = closed["body"]["summary"]
     assert closed["body"]["capsule"] == opened["id"]
     for part in (
-        "Session ended (prompt_input_exit): 1 prompt(s), 3 tool call(s).",
+        "Session ended (prompt_input_exit): 1 prompt, 3 tool calls.",
         "Files touched: store.py",
         "Commands run: pytest -q",
         "Decisions: storage.format = parquet",
@@ -383,6 +429,34 @@ def test_a_session_is_one_capsule_from_start_to_end(repo, tmp_path, monkeypatch)
     assert second["body"]["parent"] == first["id"]
     hook(repo, bash(repo, "git status"))
     assert events(repo, "observation")[-1]["capsule"] == second["id"]
+
+
+def test_the_closing_summary_counts_only_tool_calls(repo):
+    """The assistant's messages and subagents are observations, not tool calls."""
+    for name in ("SessionStart", "UserPromptSubmit"):
+        hook(repo, real(repo, name))
+    hook(repo, payload(repo, "SubagentStart", agent_id="a2", agent_type="general-purpose"))
+    hook(repo, real(repo, "SubagentStop", agent_id="a2", agent_type="general-purpose"))
+    hook(repo, real(repo, "Stop"))
+    hook(repo, real(repo, "SessionEnd"))
+    assert [e["body"]["tool"] for e in events(repo, "observation")] == [
+        "SubagentStart",
+        "SubagentStop",
+        "assistant",
+    ]
+    # Resumed: one command, no prompt.
+    hook(repo, real(repo, "SessionStart.resume"))
+    hook(repo, real(repo, "PostToolUse.Bash"))
+    hook(repo, real(repo, "SessionEnd"))
+    first, second = (e["body"]["summary"] for e in events(repo, "capsule_close"))
+    assert first.splitlines() == [
+        "Session ended (other): 1 prompt, 0 tool calls.",
+        "First prompt: exercise the tools",
+    ]
+    assert second.splitlines() == [
+        "Session ended (other): 0 prompts, 1 tool call.",
+        "Commands run: echo hi",
+    ]
 
 
 def test_compaction_leaves_a_checkpoint_that_comes_back_first(repo):
@@ -427,6 +501,59 @@ def test_compaction_leaves_a_checkpoint_that_comes_back_first(repo):
         "summary": "1. Primary Request and Intent: SCRIPTED-COMPACT-SUMMARY of the work so far."
     }
     assert summary["capsule"] == opened["id"]
+
+
+def test_a_session_resumed_after_it_ended_compacts_with_a_checkpoint_from_memory(repo):
+    """``claude -p --resume ID /compact``: SessionEnd removed the journal, so
+    PreCompact's checkpoint comes from what memory recorded in the session."""
+    for name in (
+        "SessionStart",
+        "UserPromptSubmit",
+        "PostToolUse.Bash",
+        "PostToolUseFailure.Bash",
+        "PostToolUse.Edit",
+        "Stop",
+        "SessionEnd",
+    ):
+        assert hook(repo, real(repo, name))[0] == 0
+    assert not list((repo / ".git/edda/agents/sessions").glob("*.jsonl"))  # no journal
+    assert hook(repo, real(repo, "SessionStart.resume"))[0] == 0
+    ended, resumed = events(repo, "capsule_open")
+    assert resumed["body"]["parent"] == ended["id"]
+
+    assert hook(repo, real(repo, "PreCompact")) == (0, "", "")
+    [checkpoint] = events(repo, "checkpoint")
+    assert checkpoint["body"] == {
+        "summary": "Before compaction (manual).\nWorking on: exercise the tools\n"
+        "Files edited: notes.txt\nRecent commands: echo hi; exit 3\n"
+        "Recent errors: Bash: Exit code 3",
+        "next": "Continue: exercise the tools",
+        "paths": ["notes.txt"],
+    }
+    assert checkpoint["capsule"] == resumed["id"]
+    _, out, _ = hook(repo, real(repo, "SessionStart.compact"))
+    pack = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    work = pack.index("## Current work")
+    assert pack.index("Before compaction (manual).", work) < pack.index(
+        "next: Continue: exercise the tools", work
+    )
+
+
+def test_a_resumed_session_that_recorded_no_work_checkpoints_how_it_ended(repo, monkeypatch):
+    hook(repo, real(repo, "SessionStart"))
+    monkeypatch.setenv("GITMEM_SESSION", SESSION)  # what the agent's Bash gets
+    assert cli(repo, "decide", "storage.format", "parquet")[0] == 0
+    monkeypatch.delenv("GITMEM_SESSION")
+    hook(repo, real(repo, "SessionEnd"))
+    hook(repo, real(repo, "SessionStart.resume"))
+
+    hook(repo, real(repo, "PreCompact"))
+    [checkpoint] = events(repo, "checkpoint")
+    [closed] = events(repo, "capsule_close")
+    assert "Decisions: storage.format = parquet" in closed["body"]["summary"]
+    assert checkpoint["body"] == {
+        "summary": "Before compaction (manual).\nBefore the resume: " + closed["body"]["summary"]
+    }
 
 
 @pytest.mark.parametrize(

@@ -208,6 +208,60 @@ def _paths(event: Event) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
 
 
+# PreCompact --------------------------------------------------------------------------
+RECALLED_EVENTS = 500  # the session's latest events a checkpoint looks back at
+
+
+def recorded_work(call: HookCall) -> list[tuple[str, str]]:
+    """The session's journal as memory recorded it: its prompts, files edited,
+    commands run and errors, as journal entries, oldest first.
+
+    For a checkpoint when the journal is empty: a session resumed after it
+    ended (SessionEnd removed the journal) that compacts straight away. When
+    the session recorded none of those, its last closing summary (an
+    ``ended`` entry). Read through the index (spooled events included)."""
+    from gitmem.app.session import reader
+    from gitmem.memory.query import EventFilter
+
+    session = call.session
+    if session is None:
+        return []
+    wanted = EventFilter(
+        types=["prompt", "observation", "capsule_close"],
+        sessions=[session],
+        include_redacted=False,
+    )
+    with reader(call.repo) as source:
+        found = source.events(wanted, all_branches=True, limit=RECALLED_EVENTS)
+    entries: list[tuple[str, str]] = []
+    closed = ""
+    for event in found:
+        if event.type == "capsule_close":
+            closed = str(event.field("summary", "") or "")
+        elif event.type == "prompt":
+            entries.append(("prompt", str(event.field("text", "") or "")))
+        else:
+            entries += _journal_of(event)
+    entries = [(k, v[: state.JOURNAL_VALUE_CHARS]) for k, v in entries if v]
+    if not entries and closed.strip():
+        entries.append(("ended", closed.strip()[: state.JOURNAL_VALUE_CHARS]))
+    return entries
+
+
+def _journal_of(observation: Event) -> list[tuple[str, str]]:
+    """What the capture hook journaled for ``observation`` (Translator.tool)."""
+    kind, tool = observation.field("kind"), str(observation.field("tool", "") or "")
+    command = str(observation.field("input", "") or "") if tool == "Bash" else ""
+    out: list[tuple[str, str]] = []
+    if kind in ("command", "error") and command:
+        out.append(("cmd", command))
+    if kind == "file_diff":
+        out += [("file", f) for f in _list(observation.field("files"))]
+    if kind == "error":
+        out.append(("error", f"{tool}: {observation.field('result', '') or ''}".strip()))
+    return out
+
+
 # SessionEnd --------------------------------------------------------------------------
 def session_end(call: HookCall) -> None:
     """Close the session's capsule with an extractive summary of its events.
@@ -245,8 +299,12 @@ def session_end(call: HookCall) -> None:
 def summarize(events: list[Event], reason: str = "") -> str:
     """What a session did, extracted from its events: prompts, files touched,
     commands run, decisions and learnings recorded, commits, errors."""
+    from gitmem.memory.describe import plural
+
     prompts = [e for e in events if e.type == "prompt"]
     observations = [e for e in events if e.type == "observation"]
+    # Messages (the assistant's text, subagents) are observations, not tool calls.
+    calls = [e for e in observations if e.field("kind") != "message"]
     touched = _distinct(
         f for e in observations if e.field("kind") == "file_diff" for f in _list(e.field("files"))
     )
@@ -268,7 +326,8 @@ def summarize(events: list[Event], reason: str = "") -> str:
         if e.type == "commit_link"
     ]
     lines = [
-        f"Session ended{f' ({reason})' if reason else ''}: {len(prompts)} prompt(s), {len(observations)} tool call(s)."
+        f"Session ended{f' ({reason})' if reason else ''}: "
+        f"{plural(len(prompts), 'prompt')}, {plural(len(calls), 'tool call')}."
     ]
     if prompts:
         lines.append(

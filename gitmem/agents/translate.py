@@ -133,6 +133,10 @@ class Translator:
     def subagent(
         self, payload: dict[str, Any], stop: bool
     ) -> tuple[list[Draft], list[tuple[str, str]]]:
+        # An empty type: an agent Claude Code ran for itself (compaction_answer).
+        own = payload.get("agent_type") == ""
+        if stop and own and compaction_answer(_str(payload.get("last_assistant_message"))):
+            return [], []  # compaction's summary: PostCompact records it, without the scratchpad
         kind = _str(payload.get("agent_type")) or "subagent"
         body: dict[str, Any] = {
             "kind": "message",
@@ -143,7 +147,7 @@ class Translator:
         if agent_id:
             body["input"] = f"{kind} {agent_id}"
         last = _str(payload.get("last_assistant_message"))
-        if stop and last:
+        if stop and last and not own:
             body["result"] = _clip(last, OUTPUT_HEAD + OUTPUT_TAIL)
         return [self._draft("observation", body, payload)], []
 
@@ -173,6 +177,7 @@ def checkpoint_body(entries: list[tuple[str, str]], trigger: str) -> dict[str, A
     edited = _last_distinct([v for k, v in entries if k == "file"], 10)
     commands = _last_distinct([v for k, v in entries if k == "cmd"], 5)
     errors = _last_distinct([v for k, v in entries if k == "error"], 3)
+    ended = [v for k, v in entries if k == "ended"]  # how a resumed session had ended
     lines = []
     if prompts:
         lines.append(f"Working on: {prompts[-1]}")
@@ -182,6 +187,8 @@ def checkpoint_body(entries: list[tuple[str, str]], trigger: str) -> dict[str, A
         lines.append("Recent commands: " + "; ".join(commands))
     if errors:
         lines.append("Recent errors: " + "; ".join(errors))
+    if ended and not lines:
+        lines.append(f"Before the resume: {ended[-1]}")
     body: dict[str, Any] = {}
     if lines:
         body["summary"] = f"Before compaction ({trigger}).\n" + "\n".join(lines)
@@ -190,6 +197,23 @@ def checkpoint_body(entries: list[tuple[str, str]], trigger: str) -> dict[str, A
     if edited:
         body["paths"] = edited
     return body
+
+
+def compaction_answer(text: str) -> bool:
+    """Whether ``text`` has the shape of the model's answer to compaction's
+    request: an ``<analysis>`` scratchpad and/or a ``<summary>``, tags closed.
+
+    With an empty ``agent_type`` this tells compaction's SubagentStop
+    (Claude Code 2.1.330 runs the summary request as an agent of its own:
+    ``agent_type`` is ``""`` and no SubagentStart came before, where the
+    model's subagents have a type, ``general-purpose``, ``Explore`` or a custom
+    agent's name, and a SubagentStart). Its message is PostCompact's
+    ``compact_summary`` again; the other agents Claude Code runs itself are
+    recorded, without their text (Claude Code's machinery, not the work)."""
+    return any(
+        (start := text.find(f"<{tag}>")) >= 0 and text.find(f"</{tag}>", start) > start
+        for tag in ("summary", "analysis")
+    )
 
 
 def compact_summary(text: str) -> str:

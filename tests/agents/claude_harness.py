@@ -11,7 +11,8 @@ that is how a test types ``/compact`` between two prompts of one session.
 
 Hooks run with ``PYTHONPATH`` set to this checkout, so a hook command that
 starts Python (``git-edda hook claude``) runs the code under test, not
-whatever copy of gitmem the interpreter has installed.
+whatever copy of gitmem the interpreter has installed, and with
+``GITMEM_DAEMON=0`` (no warm daemon) unless a test changes ``Claude.environ``.
 
 ``find_claude()`` locates the CLI: ``GITMEM_CLAUDE_BIN``, else the cache that
 ``install_claude.sh`` fills (installing it there when npm is available).
@@ -116,6 +117,10 @@ class Claude:
         self.home.mkdir(parents=True, exist_ok=True)
         self.project.mkdir(parents=True, exist_ok=True)
         self.trust(self.project)
+        # Added to the CLI's environment, so to its hooks'. gitmem's warm daemon
+        # is off unless a test turns it on: hooks would start one on demand,
+        # which outlives the test (tests/conftest.py does the same in-process).
+        self.environ: dict[str, str] = {"GITMEM_DAEMON": "0"}
 
     def trust(self, directory: Path) -> None:
         """Mark ``directory`` trusted in ``~/.claude.json`` (project settings,
@@ -155,6 +160,7 @@ class Claude:
             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
             PYTHONPATH=str(ROOT),
         )
+        env.update(self.environ)
         return env
 
     def run(

@@ -119,6 +119,9 @@ def test_a_compacted_session_gets_its_checkpoint_and_capsule_back_first(claude: 
     assert summary["body"] == {
         "summary": "1. Primary Request and Intent: SCRIPTED-COMPACT-SUMMARY of the work so far."
     }
+    # Compaction's own SubagentStop carried the same answer: not recorded again.
+    texts = [json.dumps(e["body"]) for e in mine if e["envelope"]["type"] == "observation"]
+    assert not [t for t in texts if "SCRIPTED-COMPACT-SUMMARY" in t], texts
     prompts = [e["body"]["text"] for e in mine if e["envelope"]["type"] == "prompt"]
     assert prompts == ["split on commas in parser.py", "carry on with the parser"]
     assert kinds.index("checkpoint") > kinds.index("prompt")

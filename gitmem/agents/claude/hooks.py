@@ -9,8 +9,11 @@ Capture events (standard library only, a few milliseconds):
                        Read/Grep/Glob/LS -> ``tool_call`` with the paths; MCP
                        tools (``mcp__*``) and the rest -> ``tool_call``
 ``PostToolUseFailure`` -> observation ``error``
-``SubagentStart/Stop`` -> observation ``message``
-``PreCompact``         -> a checkpoint of where the session stood (from its journal)
+``SubagentStart/Stop`` -> observation ``message`` (compaction's own SubagentStop: nothing,
+                       PostCompact records its summary)
+``PreCompact``         -> a checkpoint of where the session stood (from its journal;
+                       a session resumed after it ended has none: from what
+                       memory recorded in the session)
 ``PostCompact``        -> a checkpoint with Claude Code's compaction summary, when given
                        (its ``<summary>``, not the model's ``<analysis>``). Claude
                        Code 2.1.330 runs it after SessionStart(compact): that
@@ -57,16 +60,12 @@ def handle(call: HookCall) -> str | None:
     elif event in ("PreCompact", "PostCompact"):
         from gitmem.agents import state
 
-        if event == "PreCompact":
+        entries: list[tuple[str, str]] = []  # PostCompact: Claude Code's own summary
+        if event == "PreCompact" and call.session:
             _ingest(call)
-
-        entries = (
-            state.read_journal(call.location, call.session, state.JOURNAL_TAIL_BYTES)
-            if call.session
-            else []
-        )
-        if event == "PostCompact":
-            entries = []  # PreCompact wrote those; this adds Claude Code's own summary
+            entries = state.read_journal(call.location, call.session, state.JOURNAL_TAIL_BYTES)
+            if not entries:  # resumed after it ended: SessionEnd removed the journal
+                entries = _recorded_work(call)
         call.capture(translate.checkpoint(payload, entries))
     elif event == "UserPromptSubmit":
         from gitmem.agents import inject
@@ -97,6 +96,18 @@ def handle(call: HookCall) -> str | None:
         _ingest(call)  # into the capsule, before it closes
         inject.session_end(call)
     return None
+
+
+def _recorded_work(call: HookCall) -> list[tuple[str, str]]:
+    """The journal's stand-in, read from memory; a failure is logged and
+    leaves the checkpoint to Claude Code's summary (PostCompact)."""
+    from gitmem.agents import inject
+
+    try:
+        return inject.recorded_work(call)
+    except Exception as exc:
+        call.log(f"no journal, and memory could not stand in: {type(exc).__name__}: {exc}")
+        return []
 
 
 def _ingest(call: HookCall, final: str | None = None) -> None:
