@@ -482,3 +482,26 @@ def test_bad_frames_are_refused(raw: bytes) -> None:
         a.shutdown(socket.SHUT_WR)
         with pytest.raises(WireError):
             receive(b)
+
+
+def test_a_daemon_left_over_from_an_upgrade_leaves(daemon: Path) -> None:
+    from gitmem.ipc.client import environment
+    from gitmem.ipc.wire import build_id
+
+    protocol, version, place = build_id().split(":", 2)
+    pid = status(daemon)["pid"]
+    assert isinstance(pid, int)
+    sock = socket_path(locate(daemon))
+
+    def ask(build: str) -> dict[str, object]:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.connect(sock)
+            send(conn, {"op": "cli", "build": build, "env": environment(), "deadline": 2e9})
+            return receive(conn)
+
+    # Another installation's client: refused, and the daemon stays.
+    assert ask(f"{protocol}:{version}:/elsewhere") == {"ok": False, "error": "mismatch"}
+    assert status(daemon)["pid"] == pid
+    # This installation upgraded: refused, and the daemon exits for a new one.
+    assert ask(f"{protocol}:{version}.post1:{place}") == {"ok": False, "error": "mismatch"}
+    assert wait_for(lambda: not alive(pid), 10)

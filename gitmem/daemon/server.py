@@ -105,7 +105,13 @@ class Daemon:
         if op == "stop":
             self.stopping = True
             return {"ok": True}
-        if request.get("build") != self.build or request.get("env") != self.env:
+        build = request.get("build")
+        if build != self.build or request.get("env") != self.env:
+            if isinstance(build, str) and _upgraded(self.build, build):
+                # The same installation, another version: this daemon runs
+                # old code. It leaves, so the next client starts a new one.
+                self.log(f"exiting after this request: a client runs {build}")
+                self.stopping = True
             return {"ok": False, "error": "mismatch"}
         deadline = request.get("deadline")
         if not isinstance(deadline, (int, float)) or time.time() > deadline:
@@ -161,6 +167,16 @@ class Daemon:
             except OSError:
                 pass  # the client left; a hook's client has done the work itself
             return worked
+
+
+def _upgraded(mine: str, theirs: str) -> bool:
+    """Whether build ``theirs`` is the same installation (package directory)
+    as ``mine`` with another protocol or version: gitmem was upgraded in place."""
+    my_protocol, _, rest = mine.partition(":")
+    my_version, _, my_place = rest.partition(":")
+    their_protocol, _, rest = theirs.partition(":")
+    their_version, _, their_place = rest.partition(":")
+    return my_place == their_place and (my_protocol, my_version) != (their_protocol, their_version)
 
 
 def _same_user(conn: socket.socket) -> bool:
