@@ -19,7 +19,7 @@ import json
 import sys
 
 from gitmem.agents import state
-from gitmem.agents.payload import parse_payload, read_input, where
+from gitmem.agents.payload import emit, parse_payload, read_input, where
 from gitmem.agents.translate import DEFAULT_EXCLUDES, Excluder, Translator, session_of
 from gitmem.capture.main import spool_drafts
 from gitmem.githooks.run import log
@@ -96,13 +96,7 @@ def run_hook(agent: str, repo: str | None, rest: list[str], data: bytes | None =
         except (OSError, ValueError) as exc:
             log(_try_locate(repo), f"hook {agent}: could not read the input: {exc}")
             return 0
-    out = hook_output(agent, repo, rest, data)
-    if out:
-        try:
-            sys.stdout.write(out)
-            sys.stdout.flush()
-        except (OSError, ValueError):
-            pass
+    emit(hook_output(agent, repo, rest, data))
     return 0
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -49,3 +50,15 @@ def where(repo: str | None, payload: dict[str, Any]) -> str | None:
     if isinstance(cwd, str) and cwd and "\0" not in cwd and os.path.isdir(cwd):
         return cwd
     return None
+
+
+def emit(out: str) -> None:
+    """Write a hook's answer to standard output (an agent that closed the pipe
+    loses nothing it could use: the hook still exits 0)."""
+    if not out:
+        return
+    try:
+        sys.stdout.write(out)
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass

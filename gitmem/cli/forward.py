@@ -98,12 +98,9 @@ def hook(agent: str, repo: str | None, rest: list[str]) -> int:
         )
         out = answer.get("stdout") if isinstance(answer, dict) else None
         if isinstance(out, str):
-            if out:
-                try:
-                    sys.stdout.write(out)
-                    sys.stdout.flush()
-                except (OSError, ValueError):
-                    pass
+            from gitmem.agents.payload import emit
+
+            emit(out)
             return 0
         absent = isinstance(answer, Absent) and answer.reason == "absent"
     from gitmem.agents.hooks import run_hook
