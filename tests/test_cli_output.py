@@ -310,6 +310,7 @@ def test_every_commands_json_is_an_object(one_of_each: Path, tmp_path: Path) -> 
         ("search",): ("search", "engine"),
         ("context",): ("context",),
         ("ask",): ("ask",),
+        ("why",): ("why", "src"),
         ("push",): ("push",),
         ("pull",): ("pull",),
         ("sync",): ("sync",),

@@ -11,16 +11,20 @@ from typing import TYPE_CHECKING, Literal
 
 from gitmem.app.browse import EVERYTHING, Filters
 from gitmem.app.session import Repo, check_branch_known, open_memory, open_view
+from gitmem.errors import GitmemError
 from gitmem.memory.event import Event
 from gitmem.memory.query import EventFilter
 from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg
 
 if TYPE_CHECKING:
+    from gitmem.graph.view import GraphView
     from gitmem.index.refresh import RefreshReport
     from gitmem.index.view import IndexView
     from gitmem.retrieval.ask import AskResult
     from gitmem.retrieval.context import ContextPack
     from gitmem.retrieval.search import SearchResult
+    from gitmem.retrieval.stale import StaleFn
+    from gitmem.retrieval.why import WhyResult
     from gitmem.storage.locate import RepoLocation
 
 Progress = Callable[[str, int, int], None]
@@ -97,6 +101,15 @@ def search_fn(view: IndexView, now_us: int) -> Callable[[str, int, Sequence[str]
     return hits
 
 
+def stale_fn(location: RepoLocation) -> StaleFn:
+    """Whether decisions' code changed since they were made, in ``location``."""
+    from functools import partial
+
+    from gitmem.retrieval.stale import staleness
+
+    return partial(staleness, location)
+
+
 def files_in_play(location: RepoLocation) -> list[str]:
     """Files changed in the working tree (staged, unstaged, untracked)."""
     from gitmem.storage.locate import read_git_output
@@ -148,6 +161,7 @@ def context(
             session=active.get("session"),
             capsule_idle=idle_limit_us(view.config),
             branch=_branch(view, branch),
+            stale=stale_fn(view.location),
         )
 
 
@@ -172,4 +186,43 @@ def ask(
             search=search_fn(view, now_us),
             limit=limit,
             branch=_branch(view, branch),
+            stale=stale_fn(view.location),
+        )
+
+
+def code_graph(repo: Repo) -> GraphView | None:
+    """The code graph when one has been built (None otherwise: readers that
+    can do without it, like ``why``, then work on paths alone)."""
+    try:
+        from gitmem.graph.view import GraphView
+
+        return GraphView.open(repo)
+    except (GitmemError, OSError, NotImplementedError):
+        return None
+
+
+def why(
+    repo: Repo,
+    target: str,
+    *,
+    branch: BranchArg = CURRENT_BRANCH,
+    limit: int = 20,
+) -> WhyResult:
+    """The decisions, learnings, mistakes, checkpoints, sessions and commits
+    that touch a file or symbol (``path``, ``path:qualname`` or a name) or its
+    close neighbours in the code graph; decisions whose code changed since
+    they were made are flagged stale."""
+    from gitmem.app.session import reader
+    from gitmem.retrieval.why import why as run_why
+    from gitmem.storage.locate import locate, read_git_output
+
+    location = locate(repo)
+    if isinstance(branch, str):
+        check_branch_known(location, branch)
+    listed = read_git_output(["ls-files", "-z"], location.cwd) or b""
+    files_here = [p for p in listed.decode("utf-8", "surrogateescape").split("\0") if p]
+    graph = code_graph(repo)
+    with reader(repo) as source:
+        return run_why(
+            source, location, target, graph=graph, files_here=files_here, branch=branch, limit=limit
         )

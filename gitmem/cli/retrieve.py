@@ -287,3 +287,75 @@ def ask(
         limit=limit,
     )
     return Output(result.to_json(), markdown(result.to_markdown()), page=True)
+
+
+_WHY_TITLES = {
+    "decisions": "Decisions",
+    "learnings": "Learnings",
+    "mistakes": "Mistakes",
+    "checkpoints": "Checkpoints",
+    "sessions": "Sessions",
+    "commits": "Commits",
+}
+
+
+@app.command
+def why(
+    target: str,
+    *,
+    branch: str | None = None,
+    limit: int = 20,
+    common: Common = DEFAULT_COMMON,
+) -> Output:
+    """Why is this code like this: the decisions (binding first, newest first),
+    learnings, mistakes, checkpoints, sessions and commits that touch a file,
+    a directory or a symbol, or its close neighbours in the code graph.
+
+    A decision whose files changed (by blob id) since it was made is marked
+    STALE. Without a code graph ('git edda code index'), files and
+    directories still work; symbols need the graph.
+
+    Parameters
+    ----------
+    target
+        A file or directory, PATH:QUALNAME (src/cache.py:Cache.get), or a symbol name.
+    branch
+        Read this branch's memory.
+    limit
+        At most this many items per section (1 to 1,000).
+    """
+    from gitmem.app import retrieve
+
+    in_range("--limit", limit, 1, MAX_ASK)
+    result = retrieve.why(common.repo, target, branch=_branch(branch), limit=limit)
+    t = result.target
+    lines = [f"why {t.text}: {', '.join(t.files) or 'nothing in the code graph'}"]
+    if t.neighbour_files:
+        lines.append(f"  near: {', '.join(t.neighbour_files[:10])}")
+    for name, title in _WHY_TITLES.items():
+        items = result.section(name)
+        if not items:
+            continue
+        lines.append(f"\n{title}")
+        for item in items:
+            e = item.event
+            line = f"  [{sid(e.id)}] {format_time(e.time)} "
+            if name == "decisions":
+                line += f"{item.status:<10} "
+            elif name == "commits":
+                line += f"{str(e.field('sha', ''))[:SHORT_ID]} "
+            line += e.summary(90)
+            line += f"  ({', '.join(item.via[:3])}{' …' if len(item.via) > 3 else ''}"
+            line += ", nearby)" if item.near else ")"
+            lines.append(line)
+            if item.stale is not None and item.stale.stale:
+                changed = ", ".join(item.stale.changed[:3])
+                more = (
+                    f" and {len(item.stale.changed) - 3} more"
+                    if len(item.stale.changed) > 3
+                    else ""
+                )
+                lines.append(f"      STALE: {changed}{more} changed since it was made")
+    if len(lines) == 1:
+        lines.append("no memory touches it")
+    return Output(result.to_json(), "\n".join(lines), page=True)

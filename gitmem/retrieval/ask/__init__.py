@@ -36,6 +36,7 @@ from gitmem.memory.window import DecisionBook
 from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg
 from gitmem.retrieval.ask.result import AskResult, DecisionView, RelatedEvent, TimelineEntry
 from gitmem.retrieval.source import SearchFn, query_terms, term_score
+from gitmem.retrieval.stale import StaleFn
 
 __all__ = ["AskResult", "DecisionView", "RelatedEvent", "TimelineEntry", "ask"]
 
@@ -51,12 +52,43 @@ def ask(
     search: SearchFn | None = None,
     branch: BranchArg = CURRENT_BRANCH,
     limit: int = 10,
+    stale: StaleFn | None = None,
 ) -> AskResult:
     """Answer a question about decisions on ``branch`` (default: the current one).
 
     ``limit`` caps the ranked decisions of a free-text query; the overview and
-    a key's timeline are complete.
+    a key's timeline are complete. With ``stale``, active decisions whose
+    code changed since they were made are marked.
     """
+    result = _ask(source, query, include_superseded, search, branch, limit)
+    return result if stale is None else _mark_stale(result, stale)
+
+
+def _mark_stale(result: AskResult, stale: StaleFn) -> AskResult:
+    import dataclasses
+
+    from gitmem.retrieval.stale import mark
+
+    found = stale(
+        {d.id: (d.time, d.paths) for d in result.decisions if d.paths and d.status != "superseded"}
+    )
+    views = tuple(
+        dataclasses.replace(d, line=mark(d.line, found[d.id]), changed=found[d.id].changed)
+        if d.id in found
+        else d
+        for d in result.decisions
+    )
+    return dataclasses.replace(result, decisions=views)
+
+
+def _ask(
+    source: EventSource,
+    query: str | None,
+    include_superseded: bool,
+    search: SearchFn | None,
+    branch: BranchArg,
+    limit: int,
+) -> AskResult:
     decisions = _Decisions(source, branch)
     name = branch_name(source, branch)
     text = (query or "").strip()

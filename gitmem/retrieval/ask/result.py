@@ -52,6 +52,8 @@ class DecisionView:
     ratified_by: tuple[str, ...]
     line: str  # the markdown line, without the leading "- "
     related: tuple[RelatedEvent, ...] = ()
+    paths: tuple[str, ...] = ()
+    changed: tuple[str, ...] | None = None  # stale: files changed since (None: not checked)
 
     @classmethod
     def of(cls, state: DecisionState, related: Sequence[RelatedEvent] = ()) -> DecisionView:
@@ -70,6 +72,7 @@ class DecisionView:
             ratified_by=tuple(state.ratified_by),
             line=f"{ref(event.id)} {decision_line(state)}",
             related=tuple(related),
+            paths=tuple(p for p in event.field("paths", []) or [] if isinstance(p, str)),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -88,6 +91,9 @@ class DecisionView:
             "ratified_by": list(self.ratified_by),
             "text": self.line,
             "related": [r.to_json() for r in self.related],
+            "paths": list(self.paths),
+            "stale": bool(self.changed),
+            "changed": list(self.changed or ()),
         }
 
 

@@ -78,6 +78,7 @@ from gitmem.retrieval.context._tiers import (
 )
 from gitmem.retrieval.context.pack import TIERS, ContextPack, PackItem, PackTier
 from gitmem.retrieval.source import SearchFn
+from gitmem.retrieval.stale import StaleFn
 from gitmem.retrieval.tokens import estimate_tokens
 
 __all__ = [
@@ -106,6 +107,7 @@ def build_context(
     active_capsule: str | None = None,
     session: str | None = None,
     capsule_idle: int | None = None,
+    stale: StaleFn | None = None,
 ) -> ContextPack:
     """Build the context pack of ``branch`` (default: the current one) at ``now``.
 
@@ -113,7 +115,9 @@ def build_context(
     expired and stamps the title. ``paths`` are the files in play,
     ``active_capsule`` (an id or prefix) and ``session`` say what is being
     worked on (an unknown ``active_capsule`` is ignored); an open capsule
-    with no event for ``capsule_idle`` µs was forgotten and is left out. Raises
+    with no event for ``capsule_idle`` µs was forgotten and is left out. With
+    ``stale``, decisions about the files in play whose code changed since they
+    were made are marked. Raises
     :class:`~gitmem.errors.UsageError` for a budget below 1.
     """
     if budget < 1:
@@ -140,7 +144,7 @@ def build_context(
         claimed.add(capsule.id)
         add("capsule", [capsule_item(capsule, memory)])
     add("work", work_items(memory, claimed))
-    binding, proposed = decision_items(memory, paths, claimed)
+    binding, proposed = decision_items(memory, paths, claimed, stale)
     add("binding", binding)
     add("proposed", proposed)
     add("learnings", learning_items(memory, paths, claimed))

@@ -18,6 +18,7 @@ from gitmem.retrieval.context._branch import LEARNING_TYPES, BranchMemory
 from gitmem.retrieval.context._lines import TEXT_WIDTH, event_line, item_of, with_status
 from gitmem.retrieval.context.pack import PackItem
 from gitmem.retrieval.source import SearchFn, term_search
+from gitmem.retrieval.stale import StaleFn
 
 MAX_HITS = 10
 MAX_WORKFLOWS = 3
@@ -198,16 +199,33 @@ def _str_list(value: Any) -> list[str]:
 
 
 def decision_items(
-    memory: BranchMemory, paths: Sequence[str], claimed: set[str]
+    memory: BranchMemory,
+    paths: Sequence[str],
+    claimed: set[str],
+    stale: StaleFn | None = None,
 ) -> tuple[list[PackItem], list[PackItem]]:
     """The active decisions not already shown, those about ``paths`` first,
     then newest first. Their lines come from outlines: through the index, no
-    decision's event is decoded (there may be thousands)."""
+    decision's event is decoded (there may be thousands). With ``stale``,
+    those about ``paths`` whose code changed since they were made say so."""
+    from gitmem.retrieval.stale import mark
+
     active = [d for d in memory.outlines() if d.active and d.id not in claimed]
-    active.sort(key=lambda d: (0 if paths and paths_overlap(d.paths, paths) else 1, -d.time, d.id))
+    about = {d.id for d in active if paths and paths_overlap(d.paths, paths)}
+    active.sort(key=lambda d: (0 if d.id in about else 1, -d.time, d.id))
     claimed.update(d.id for d in active)
+    found = (
+        stale({d.id: (d.time, d.paths) for d in active if d.id in about})
+        if stale is not None and about
+        else {}
+    )
     items = {
-        d.id: PackItem(d.id, "decision", d.time, f"- {ref(d.id)} {with_status(d, d.text)}")
+        d.id: PackItem(
+            d.id,
+            "decision",
+            d.time,
+            mark(f"- {ref(d.id)} {with_status(d, d.text)}", found.get(d.id)),
+        )
         for d in active
     }
     return (
