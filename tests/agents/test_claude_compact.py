@@ -11,50 +11,21 @@ pack, its open capsule and the PreCompact checkpoint first."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 from agents.claude_harness import Claude
+from agents.helpers import logged_events, needs_git_edda, parser_project
 from agents.scripted_model import call, say
 from agents.test_claude_e2e import SESSION_START_PREFIX, system_texts
 
 pytestmark = pytest.mark.claude
 
-ROOT = Path(__file__).resolve().parents[2]
-GIT_EDDA = Path(sys.executable).with_name("git-edda")
 
-
-def _run(repo: Path, *args: str) -> str:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([*args], cwd=repo, capture_output=True, text=True, env=env)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
-
-def _edda(repo: Path, *args: str) -> str:
-    return _run(repo, sys.executable, "-m", "gitmem.cli.main", *args, "-C", str(repo))
-
-
-def _events(repo: Path) -> list[dict[str, Any]]:
-    _edda(repo, "flush")
-    return json.loads(_edda(repo, "log", "--reverse", "--all-branches", "--json"))["events"]
-
-
-@pytest.mark.skipif(
-    not GIT_EDDA.exists(), reason="needs the installed git-edda script beside python"
-)
+@needs_git_edda
 def test_a_compacted_session_gets_its_checkpoint_and_capsule_back_first(claude: Claude) -> None:
     repo = claude.project
-    _run(repo, "git", "init", "-q", "-b", "main")
-    (repo / "parser.py").write_text("def parse(text):\n    return text.split()\n")
-    _run(repo, "git", "add", "parser.py")
-    _run(repo, "git", "commit", "-q", "-m", "parser")
-    _edda(repo, "install", "claude", "--no-mcp")
+    parser_project(repo)
     parser = str(repo / "parser.py")
     script = [
         call("Bash", command="grep -n split parser.py"),
@@ -103,7 +74,7 @@ def test_a_compacted_session_gets_its_checkpoint_and_capsule_back_first(claude: 
     # The store: one capsule for the whole session, across compaction, with
     # PreCompact's checkpoint and PostCompact's (Claude Code's summary) in it.
     session = run.result["session_id"]
-    mine = [e for e in _events(repo) if e["envelope"]["scope"].get("session") == session]
+    mine = [e for e in logged_events(repo) if e["envelope"]["scope"].get("session") == session]
     kinds = [e["envelope"]["type"] for e in mine]
     assert kinds.count("capsule_open") == 1 and kinds[-1] == "capsule_close", kinds
     capsule = mine[0]["envelope"]["id"]

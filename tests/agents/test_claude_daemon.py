@@ -11,9 +11,7 @@ variables it shares: HOME, GIT_CONFIG*, GITMEM_* …), and stopped at teardown.
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -24,13 +22,11 @@ from typing import Any
 import pytest
 
 from agents.claude_harness import Claude
+from agents.helpers import edda, logged_events, needs_git_edda, parser_project
 from agents.scripted_model import call, say
 from agents.test_claude_e2e import SESSION_START_PREFIX, system_texts
 
 pytestmark = pytest.mark.claude
-
-ROOT = Path(__file__).resolve().parents[2]
-GIT_EDDA = Path(sys.executable).with_name("git-edda")
 
 # A hook beside gitmem's (on PostToolBatch, which gitmem does not hook): it
 # asks the daemon for a search the way gitmem's thin client does, in the
@@ -47,17 +43,6 @@ with open(sys.argv[2], "a") as out:
 """
 
 
-def _run(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    env = env or {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([*args], cwd=repo, capture_output=True, text=True, env=env)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
-
-def _edda(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    return _run(repo, sys.executable, "-m", "gitmem.cli.main", *args, "-C", str(repo), env=env)
-
-
 @pytest.fixture
 def daemon(claude: Claude) -> Iterator[dict[str, str]]:
     """The daemon on for ``claude``'s hooks; yields the environment to talk
@@ -67,28 +52,22 @@ def daemon(claude: Claude) -> Iterator[dict[str, str]]:
     try:
         yield env
     finally:
-        _edda(claude.project, "daemon", "stop", env=env)
+        edda(claude.project, "daemon", "stop", env=env)
 
 
 def _requests(repo: Path, env: dict[str, str]) -> int:
-    status = json.loads(_edda(repo, "daemon", "status", "--json", env=env))
+    status = json.loads(edda(repo, "daemon", "status", "--json", env=env))
     assert status["running"], status
     return int(status["requests"])
 
 
-@pytest.mark.skipif(
-    not GIT_EDDA.exists(), reason="needs the installed git-edda script beside python"
-)
+@needs_git_edda
 def test_with_the_daemon_on_every_hook_is_forwarded_and_captured_once(
     claude: Claude, daemon: dict[str, str]
 ) -> None:
     repo = claude.project
-    _run(repo, "git", "init", "-q", "-b", "main")
-    (repo / "parser.py").write_text("def parse(text):\n    return text.split()\n")
-    _run(repo, "git", "add", "parser.py")
-    _run(repo, "git", "commit", "-q", "-m", "parser")
-    _edda(repo, "install", "claude", "--no-mcp")
-    _edda(repo, "decide", "parser.separator", "comma", "--reason", "CSV input")
+    parser_project(repo)
+    edda(repo, "decide", "parser.separator", "comma", "--reason", "CSV input")
     probed = repo.parent / "probe.jsonl"
     settings_path = repo / ".claude" / "settings.json"
     settings = json.loads(settings_path.read_text())
@@ -96,7 +75,7 @@ def test_with_the_daemon_on_every_hook_is_forwarded_and_captured_once(
     settings["hooks"]["PostToolBatch"] = [{"hooks": [{"type": "command", "command": probe}]}]
     settings_path.write_text(json.dumps(settings, indent=2))
 
-    started = json.loads(_edda(repo, "daemon", "start", "--json", env=daemon))
+    started = json.loads(edda(repo, "daemon", "start", "--json", env=daemon))
     assert started["running"], started
     before = _requests(repo, daemon)
     parser = str(repo / "parser.py")
@@ -123,9 +102,8 @@ def test_with_the_daemon_on_every_hook_is_forwarded_and_captured_once(
     session = run.result["session_id"]
     deadline = time.monotonic() + 20
     while True:
-        _edda(repo, "flush")
-        events = json.loads(_edda(repo, "log", "--reverse", "--all-branches", "--json"))
-        mine = [e for e in events["events"] if e["envelope"]["scope"].get("session") == session]
+        events = logged_events(repo)
+        mine = [e for e in events if e["envelope"]["scope"].get("session") == session]
         types = [e["envelope"]["type"] for e in mine]
         if "capsule_close" in types or time.monotonic() > deadline:
             break

@@ -5,52 +5,24 @@ agent does is captured in a capsule of its session."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from agents.claude_harness import Claude
+from agents.helpers import GIT_EDDA, edda, logged_events, needs_git_edda, run_command
 from agents.scripted_model import call, say
 from agents.test_claude_e2e import SESSION_START_PREFIX, system_texts
 
 pytestmark = pytest.mark.claude
 
-ROOT = Path(__file__).resolve().parents[2]
-GIT_EDDA = Path(sys.executable).with_name("git-edda")
 
-
-def _run(repo: Path, *args: str) -> str:
-    proc = subprocess.run(
-        [*args],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
-
-def _edda(repo: Path, *args: str) -> str:
-    return _run(repo, sys.executable, "-m", "gitmem.cli.main", *args, "-C", str(repo))
-
-
-def _events(repo: Path) -> list[dict]:
-    return json.loads(_edda(repo, "log", "--reverse", "--all-branches", "--json"))["events"]
-
-
-@pytest.mark.skipif(
-    not GIT_EDDA.exists(), reason="needs the installed git-edda script beside python"
-)
+@needs_git_edda
 def test_a_decision_made_in_one_session_reaches_the_next_sessions_model(claude: Claude) -> None:
     repo = claude.project
-    _run(repo, "git", "init", "-q", "-b", "main")
-    _run(repo, "git", "commit", "-q", "--allow-empty", "-m", "init")
-    _edda(repo, "install", "claude", "--no-mcp")
+    run_command(repo, "git", "init", "-q", "-b", "main")
+    run_command(repo, "git", "commit", "-q", "--allow-empty", "-m", "init")
+    edda(repo, "install", "claude", "--no-mcp")
     settings = json.loads((repo / ".claude" / "settings.json").read_text())
     assert {"SessionStart", "UserPromptSubmit", "PostToolUse", "SessionEnd"} <= set(
         settings["hooks"]
@@ -66,12 +38,11 @@ def test_a_decision_made_in_one_session_reaches_the_next_sessions_model(claude: 
     # PostToolUse and Stop run asynchronously: give them a moment to land.
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
-        _edda(repo, "flush")
-        kinds = {e["envelope"]["type"] for e in _events(repo)}
+        kinds = {e["envelope"]["type"] for e in logged_events(repo)}
         if {"decision", "prompt", "capsule_close"} <= kinds and "observation" in kinds:
             break
         time.sleep(0.5)
-    events = _events(repo)
+    events = logged_events(repo, flush=False)
     session = first.result["session_id"]
     opened = [e for e in events if e["envelope"]["type"] == "capsule_open"]
     assert [e["envelope"]["scope"].get("session") for e in opened] == [session]

@@ -4,43 +4,25 @@ calls ``mcp__gitmem__search`` and ``mcp__gitmem__note`` and gets their results."
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from agents.claude_harness import Claude
+from agents.claude_harness import ROOT, Claude
+from agents.helpers import edda, run_command
 from agents.scripted_model import call, say
 from agents.test_claude_e2e import tool_results
 
 pytestmark = pytest.mark.claude
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
-
-
-def _edda(repo: Path, *args: str) -> str:
-    proc = subprocess.run(
-        [sys.executable, "-m", "gitmem.cli.main", *args, "-C", str(repo)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
 
 @pytest.fixture
 def project_with_memory(claude: Claude) -> Path:
     repo = claude.project
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "commit", "-q", "--allow-empty", "-m", "init")
-    _edda(repo, "note", "the flaky login test is a timezone bug in conftest")
+    run_command(repo, "git", "init", "-q", "-b", "main")
+    run_command(repo, "git", "commit", "-q", "--allow-empty", "-m", "init")
+    edda(repo, "note", "the flaky login test is a timezone bug in conftest")
     # The server, as 'git edda install claude' registers it (with this checkout's code).
     server = {
         "command": sys.executable,
@@ -80,6 +62,6 @@ def test_the_model_searches_and_records_memory_through_mcp(
     assert "timezone bug in conftest" in json.dumps(found["content"])
     noted = tool_results(third)["toolu_scripted_02"]
     assert not noted.get("is_error")
-    log = json.loads(_edda(project_with_memory, "log", "--json"))["events"]
+    log = json.loads(edda(project_with_memory, "log", "--json"))["events"]
     assert log[0]["body"]["text"] == "fixed by pinning TZ=UTC in conftest"
     assert log[0]["envelope"]["scope"].get("agent")  # recorded as the agent, not the user

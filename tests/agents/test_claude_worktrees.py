@@ -5,45 +5,27 @@ own branch's memory."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from agents.claude_harness import Claude
+from agents.helpers import edda, logged_events, needs_git_edda, run_command
 from agents.scripted_model import call, say
 
 pytestmark = pytest.mark.claude
 
-ROOT = Path(__file__).resolve().parents[2]
-GIT_EDDA = Path(sys.executable).with_name("git-edda")
 
-
-def _run(cwd: Path, *args: str) -> str:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([*args], cwd=cwd, capture_output=True, text=True, env=env)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
-
-def _edda(repo: Path, *args: str) -> str:
-    return _run(repo, sys.executable, "-m", "gitmem.cli.main", *args, "-C", str(repo))
-
-
-@pytest.mark.skipif(
-    not GIT_EDDA.exists(), reason="needs the installed git-edda script beside python"
-)
+@needs_git_edda
 def test_two_sessions_in_two_worktrees_both_capture_without_loss(claude: Claude) -> None:
     repo = claude.project
-    _run(repo, "git", "init", "-q", "-b", "main")
-    _edda(repo, "install", "claude", "--no-mcp")
-    _run(repo, "git", "add", ".claude/settings.json")
-    _run(repo, "git", "commit", "-q", "-m", "hooks")
+    run_command(repo, "git", "init", "-q", "-b", "main")
+    edda(repo, "install", "claude", "--no-mcp")
+    run_command(repo, "git", "add", ".claude/settings.json")
+    run_command(repo, "git", "commit", "-q", "-m", "hooks")
     other = repo.parent / "feature-worktree"
-    _run(repo, "git", "worktree", "add", "-q", "-b", "feature", str(other))
+    run_command(repo, "git", "worktree", "add", "-q", "-b", "feature", str(other))
     claude.trust(other)
 
     def session(where: Path, name: str):
@@ -52,8 +34,7 @@ def test_two_sessions_in_two_worktrees_both_capture_without_loss(claude: Claude)
 
     with ThreadPoolExecutor(2) as pool:
         runs = list(pool.map(session, [repo, other], ["alpha", "beta"]))
-    _edda(repo, "flush")
-    events = json.loads(_edda(repo, "log", "--reverse", "--all-branches", "--json"))["events"]
+    events = logged_events(repo)
     for run, name, branch in zip(runs, ["alpha", "beta"], ["main", "feature"], strict=True):
         mine = [
             e for e in events if e["envelope"]["scope"].get("session") == run.result["session_id"]
