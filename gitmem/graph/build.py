@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitmem.errors import IndexDamagedError
+from gitmem.errors import IndexDamagedError, UsageError
 from gitmem.graph import extraction
 from gitmem.graph.blobs import read_blobs
 from gitmem.graph.cache import Cached, FactsCache, cache_key, decode, encode
@@ -123,9 +123,16 @@ class Builder:
     """One build of one worktree's graph, under its builder lock."""
 
     def __init__(
-        self, location: RepoLocation, settings: Settings, root: Path, progress: Progress | None
+        self,
+        location: RepoLocation,
+        settings: Settings,
+        root: Path,
+        progress: Progress | None,
+        *,
+        deep: bool = False,
     ) -> None:
         self.location = location
+        self.deep = deep
         self.settings = settings
         self.root = root
         self.progress = progress or (lambda stage, done, total: None)
@@ -168,7 +175,7 @@ class Builder:
         if previous.content != content:
             return "files changed"
         try:
-            check_generation(self.root / previous.generation, previous)
+            check_generation(self.root / previous.generation, previous, deep=self.deep)
         except IndexDamagedError as exc:
             return f"damaged graph ({exc})"
         report.built = False
@@ -335,15 +342,23 @@ def build(
     commit: str | None = None,
     progress: Progress | None = None,
     timeout: float = LOCK_TIMEOUT,
+    deep: bool = False,
 ) -> BuildReport:
     """Bring this worktree's code graph up to date: at ``commit`` (default
     HEAD), with the uncommitted changes when ``worktree``; ``rebuild``:
-    from scratch, every file parsed again (the cache's entries replaced)."""
+    from scratch, every file parsed again (the cache's entries replaced);
+    ``deep``: check every byte of the current generation against its
+    checksums, not only files changed on disk since they were last checked."""
+    if worktree and commit is not None:
+        raise UsageError(
+            "uncommitted changes are changes to HEAD, not to another commit",
+            "leave out --worktree or --commit",
+        )
     started = time.monotonic()
     settings = Settings.from_config(read_config(location) if config is None else config)
     root = graph_root(location)
     with building(root, timeout, what="code graph builder lock"):
-        report = Builder(location, settings, root, progress).run(
+        report = Builder(location, settings, root, progress, deep=deep).run(
             rebuild=rebuild, worktree=worktree, commit=commit
         )
     report.seconds = round(time.monotonic() - started, 3)

@@ -33,7 +33,7 @@ DEFAULT_WAIT = (
 )
 
 
-def _target(manifest: GraphManifest | None, worktree: bool | None) -> tuple[bool, str | None]:
+def target(manifest: GraphManifest | None, worktree: bool | None) -> tuple[bool, str | None]:
     """(worktree, commit) a refresh builds: what was asked, else what the
     last build followed (a commit named by hand stays named)."""
     if worktree is not None or manifest is None:
@@ -66,7 +66,7 @@ def open_graph(
     manifest = read_manifest(root)
     report = None
     stale = False
-    target_worktree, target_commit = _target(manifest, worktree)
+    target_worktree, target_commit = target(manifest, worktree)
     if refresh and _stale(location, manifest, config, worktree):
         report = try_build(
             location,
@@ -137,3 +137,16 @@ def _checked(
     # What was read is what was checked: no build replaced a file meanwhile.
     unchanged(directory, checked)
     return cls(files, nodes, edges, manifest=manifest, stale=stale, report=report)
+
+
+def refresh(
+    location: RepoLocation, config: Config | None = None, *, wait: float
+) -> BuildReport | None:
+    """Bring an existing graph up to date, following what its last build
+    followed (HEAD, HEAD and the uncommitted changes, or a commit named by
+    hand); None when another process is building and ``wait`` ran out. What
+    the git hooks run in the background."""
+    config = read_config(location) if config is None else config
+    manifest = read_manifest(graph_root(location))
+    worktree, commit = target(manifest, None)
+    return try_build(location, config, wait=wait, worktree=worktree, commit=commit)
