@@ -225,7 +225,7 @@ def test_a_damaged_cache_entry_is_parsed_again(tmp_path: Path) -> None:
     cache = FactsCache(cache_path(where(repo)))
     _, language_for = load()
     blob = git(repo, "rev-parse", "HEAD:util.py").strip()
-    entry = cache.directory / blob[:2] / cache_key(blob, language_for("util.py"))[2:]
+    entry = Path(cache.path(cache_key(blob, language_for("util.py"))))
     assert entry.is_file()
     entry.write_bytes(b"\xc1 not msgpack")
     report = run(repo, rebuild=True)

@@ -325,9 +325,11 @@ def _graph_formats() -> dict[str, bytes]:
             f"<worktree>/g-*/{integrity.STAMP_FILE}": "files whose checksum was verified as they are now",
             f"<worktree>/g-*/{WRITTEN}": "the checksums of the tables as the build wrote them",
             f"{paths.CACHE_DIR}/{cache.VERSION_PREFIX}<extractor version>/<blob[:2]>/<blob[2:]>.<language>": (
-                "one blob's facts: msgpack array [skip, facts], skip '' or why the contents "
-                "are not indexed (binary, generated), facts gitmem.graph.facts.FileFacts "
-                "as a msgpack map; language '-' when only the contents tell it"
+                "one blob's facts: 0x01, the length of the msgpack record as 8 bytes "
+                "little-endian, then the record zstd-compressed; the record is an array "
+                "[skip, facts, size]: skip '' or why the contents are not indexed (binary, "
+                "generated), facts gitmem.graph.facts.FileFacts as a msgpack map (nil when "
+                "skipped), size the blob's bytes; language '-' when only the contents tell it"
             ),
             f"{paths.CACHE_DIR}/{cache.SWEEP_STAMP}": "when entries unused for "
             f"{cache.MAX_AGE_DAYS} days were last removed",

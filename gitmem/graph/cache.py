@@ -11,7 +11,12 @@ loose objects::
 
 An entry is one msgpack record (:class:`Cached`): the facts, or why the
 contents are not indexed (binary, generated), so that a warm build reads
-neither the blob nor the facts of a file it skips. Entries are written
+neither the blob nor the facts of a file it skips; and the blob's size. It
+is stored zstd-compressed (``\x01``, the record's length as 8 bytes
+little-endian, the zstd frame): facts repeat their field names, and
+compressed they take an eighth of the space (the standard library's facts:
+82 MB as msgpack, 10 MB compressed), which also makes them faster to read
+back than to read raw. Entries are written
 atomically (a temporary file renamed), so builds in two worktrees may write
 the same entry at once. An entry that does not decode is parsed again.
 
@@ -28,6 +33,7 @@ import shutil
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -46,21 +52,47 @@ class Cached(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
 
     skip: str = ""  # "binary", "generated": the file is not indexed
     facts: FileFacts | None = None
+    size: int = 0  # the blob's size in bytes
 
 
 _ENCODER = msgspec.msgpack.Encoder()
 _DECODER = msgspec.msgpack.Decoder(Cached)
+FORMAT = b"\x01"  # zstd-compressed msgpack
+CODEC_LEVEL = 1
+
+
+_CODEC: Any = None
+
+
+def _codec() -> Any:
+    global _CODEC
+    if _CODEC is None:
+        import pyarrow as pa
+
+        _CODEC = pa.Codec("zstd", CODEC_LEVEL)
+    return _CODEC
 
 
 def encode(entry: Cached) -> bytes:
-    return _ENCODER.encode(entry)
+    """The bytes an entry is stored as."""
+    raw = _ENCODER.encode(entry)
+    packed: bytes = _codec().compress(raw, asbytes=True)
+    return FORMAT + len(raw).to_bytes(8, "little") + packed
 
 
 def decode(data: bytes) -> Cached | None:
     """The entry ``data`` holds, or None when it is damaged or of another version."""
+    if len(data) < 9 or data[:1] != FORMAT:
+        return None
+    size = int.from_bytes(data[1:9], "little")
+    if size > 1 << 34:
+        return None  # a damaged length: do not allocate it
+    import pyarrow as pa
+
     try:
-        entry = _DECODER.decode(data)
-    except (msgspec.DecodeError, ValueError):
+        raw = _codec().decompress(data[9:], size, asbytes=True)
+        entry = _DECODER.decode(raw)
+    except (msgspec.DecodeError, ValueError, pa.ArrowException):
         return None
     if entry.facts is not None and entry.facts.version != EXTRACTOR_VERSION:
         return None
@@ -80,14 +112,18 @@ class FactsCache:
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
         self.directory = self.root / f"{VERSION_PREFIX}{EXTRACTOR_VERSION}"
+        self._prefix = str(self.directory) + os.sep
 
-    def _path(self, key: str) -> Path:
-        return self.directory / key[:2] / key[2:]
+    def path(self, key: str) -> str:
+        """Where the entry for ``key`` is (strings, not pathlib: a warm build
+        looks up every file, and pathlib's parsing cost as much as the reads)."""
+        return f"{self._prefix}{key[:2]}{os.sep}{key[2:]}"
 
     def get(self, key: str) -> Cached | None:
         """The entry for ``key``, or None when there is none (or it is damaged)."""
         try:
-            data = self._path(key).read_bytes()
+            with open(self.path(key), "rb") as handle:
+                data = handle.read()
         except OSError:
             return None
         return decode(data)
@@ -95,10 +131,10 @@ class FactsCache:
     def put(self, key: str, data: bytes) -> None:
         """Store an encoded entry (best effort: a cache that cannot be written
         only costs parsing again)."""
-        path = self._path(key)
+        path = self.path(key)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(str(path), data, fsync=False)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            write_atomic(path, data, fsync=False)
         except OSError:
             pass
 

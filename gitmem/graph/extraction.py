@@ -75,7 +75,7 @@ def extract_one(path: str, data: bytes) -> bytes:
         message = f"{type(exc).__name__}: {exc}"[:ERROR_CHARS]
         language = language_for(path, data[:256]) or "text"
         facts = FileFacts(language=language, lines=_line_count(data), error=message)
-    return encode(Cached(facts=facts))
+    return encode(Cached(facts=facts, size=len(data)))
 
 
 def extract_batch(items: list[Item]) -> list[tuple[str, bytes]]:
@@ -85,7 +85,7 @@ def extract_batch(items: list[Item]) -> list[tuple[str, bytes]]:
 
 def _crashed(path: str, data: bytes) -> bytes:
     facts = FileFacts(language="text", lines=_line_count(data), error="the parser crashed")
-    return encode(Cached(facts=facts))
+    return encode(Cached(facts=facts, size=len(data)))
 
 
 def _batches(items: Iterable[Item]) -> Iterator[list[Item]]:

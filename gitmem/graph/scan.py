@@ -1,8 +1,11 @@
 """Which files the code graph indexes: a commit's tree (default HEAD) and,
 with ``worktree``, the uncommitted changes on top of it.
 
-The commit's files come from one ``git ls-tree -r -z --long`` (blob ids,
-sizes and modes, nothing read); uncommitted changes from one ``git status``
+The commit's files come from one ``git ls-tree -r -z`` (blob ids and modes,
+nothing read; not ``--long``, whose sizes cost a read of every loose
+object, 40 ms for 2,500 files: a blob's size is cached with its facts, and
+asked of ``git cat-file --batch-check`` only for blobs never seen);
+uncommitted changes from one ``git status``
 (staged, unstaged and untracked files, ``.gitignore`` honoured), read from
 disk and named the way git names blobs (``blob <size>\\0<bytes>`` under the
 repository's object format, SHA-1 or SHA-256; no clean filters applied).
@@ -198,14 +201,17 @@ class Settings:
     def _exclude(self) -> list[Glob]:
         return [Glob(p) for p in self.exclude]
 
-    def path_skip(self, path: str, size: int) -> str:
-        """Why ``path`` (of ``size`` bytes) is not indexed, from its name and
-        size alone ("" when it may be)."""
+    def path_skip(self, path: str, size: int = -1) -> str:
+        """Why ``path`` (of ``size`` bytes, -1 when not known yet) is not
+        indexed, from its name and size alone ("" when it may be)."""
         if any(g.matches(path) for g in self._exclude):
             return "excluded"
         if self._include and not any(g.matches(path) for g in self._include):
             return "not-included"
-        return default_path_skip(path) or ("oversized" if size > self.max_bytes else "")
+        return default_path_skip(path) or self.size_skip(size)
+
+    def size_skip(self, size: int) -> str:
+        return "oversized" if size > self.max_bytes else ""
 
 
 def default_path_skip(path: str) -> str:
@@ -236,7 +242,7 @@ class Entry:
 
     path: str
     blob: str  # git blob id, hex
-    size: int
+    size: int = -1  # bytes (-1: not known yet, for a committed file)
     source: str = "commit"  # or "worktree": an uncommitted change read from disk
     data: bytes | None = None  # the bytes, for a file read from disk
 
@@ -294,13 +300,13 @@ def tree_entries(
 ) -> dict[str, Entry]:
     """The commit's files that pass the path rules, by path (the others go
     to ``skips`` with their reason)."""
-    out = run_git(["ls-tree", "-r", "-z", "--long", "--full-tree", commit], location.cwd)
+    out = run_git(["ls-tree", "-r", "-z", "--full-tree", commit], location.cwd)
     entries: dict[str, Entry] = {}
     for record in out.split(b"\0"):
         if not record:
             continue
         meta, _, raw_path = record.partition(b"\t")
-        mode, kind, oid, size = meta.split()
+        mode, kind, oid = meta.split()
         path = raw_path.decode("utf-8", "surrogateescape")
         if kind == b"commit":
             skips[path] = "submodule"
@@ -310,10 +316,10 @@ def tree_entries(
             skips[path] = "symlink"
         elif not utf8(path):
             skips[path] = "non-utf8-path"
-        elif reason := settings.path_skip(path, int(size)):
+        elif reason := settings.path_skip(path):
             skips[path] = reason
         else:
-            entries[path] = Entry(path, oid.decode(), int(size))
+            entries[path] = Entry(path, oid.decode())
     return entries
 
 
