@@ -313,6 +313,20 @@ def test_skipped_files_are_counted_by_reason(tmp_path: Path) -> None:
     }
 
 
+def test_a_path_that_is_not_utf8_is_skipped(tmp_path: Path) -> None:
+    repo = code_repo(tmp_path / "repo")
+    with open(os.path.join(os.fsencode(repo), b"caf\xe9.py"), "wb") as handle:
+        handle.write(b"X = 1\n")
+    commit_all(repo, "latin-1 name")
+    report = run(repo)
+    assert report.skipped == {"non-utf8-path": 1} and report.files == len(SOURCES)
+    write(repo, {"other.py": "Y = 2\n"})
+    with open(os.path.join(os.fsencode(repo), b"new\xff.py"), "wb") as handle:
+        handle.write(b"Z = 3\n")
+    report = run(repo, worktree=True)
+    assert report.skipped == {"non-utf8-path": 2} and "other.py" in indexed(repo)
+
+
 def test_globs_read_like_gitignore() -> None:
     cases = {
         "*.py": (["a.py", "x/y/b.py"], ["a.pyc", "py/a.txt"]),

@@ -179,6 +179,8 @@ class Builder:
             return "object format changed"
         if previous.content != content:
             return "files changed"
+        if previous.skipped.get("missing"):
+            return "blobs were missing"  # a partial clone may have fetched them since
         try:
             check_generation(self.root / previous.generation, previous, deep=self.deep)
         except IndexDamagedError as exc:
