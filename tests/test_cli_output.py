@@ -325,6 +325,7 @@ def test_every_commands_json_is_an_object(one_of_each: Path, tmp_path: Path) -> 
         ("daemon", "status"): ("daemon", "status"),
         ("daemon", "stop"): ("daemon", "stop"),
         ("daemon", "start"): ("daemon", "start"),  # starts a process: tests/test_daemon.py
+        ("code", "index"): ("code", "index"),
     }
     ok(one_of_each, "export", "--output", str(bundle))
     with_json = {

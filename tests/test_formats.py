@@ -49,3 +49,23 @@ def test_hot_path_type_table_agrees_with_structs():
         info = msgspec.inspect.type_info(cls)
         required = {f.name for f in info.fields if f.required}
         assert set(REQUIRED_FIELDS[name]) == required, name
+
+
+def test_the_graph_formats_describe_every_column_and_no_other():
+    """Each column of the code graph's tables has its meaning written down
+    (the generator fails on a new column without one); none is described
+    that the tables no longer have."""
+    from gitmem.graph import schema as graph_schema
+
+    tables = {
+        "files": graph_schema.files_schema(),
+        "nodes": graph_schema.nodes_schema(),
+        "edges": graph_schema.edges_schema(),
+    }
+    assert set(schema.GRAPH_COLUMNS) == set(tables) == set(schema.GRAPH_SORT)
+    doc = json.loads((FORMATS / "graph-tables.v1.json").read_text())
+    for name, table in tables.items():
+        assert set(schema.GRAPH_COLUMNS[name]) == set(table.names), name
+        assert set(schema.GRAPH_SORT[name]) <= set(table.names), name
+        described = doc["tables"][f"{name}.parquet"]["columns"]
+        assert [c["name"] for c in described] == table.names

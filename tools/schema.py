@@ -145,6 +145,7 @@ def generate() -> dict[str, bytes]:
         }
     )
     files.update(_index_formats())
+    files.update(_graph_formats())
     files["export-parquet.v1.json"] = _dump(_parquet_format())
     return files
 
@@ -225,6 +226,140 @@ def _index_formats() -> dict[str, bytes]:
     return {
         "index-manifest.v1.schema.json": _dump(manifest),
         "index-layout.v1.json": _dump(layout_doc),
+    }
+
+
+# What each column of the code graph's tables means (gitmem.graph.schema
+# defines their names and types; a column missing here fails the generator).
+GRAPH_COLUMNS = {
+    "files": {
+        "path": "path relative to the work tree, '/'-separated",
+        "blob": "git blob id (hex, sha1 or sha256 as the repository) of the content indexed; "
+        "for an uncommitted file, the id git would give its bytes (no clean filters)",
+        "language": "python, javascript, typescript, tsx, go, rust, java, c, cpp, ruby, csharp, "
+        "php, kotlin, swift, bash, markdown, or text (a file node only)",
+        "size": "bytes",
+        "lines": "lines in the file",
+        "source": "commit (from the commit's tree) or worktree (an uncommitted change read from disk)",
+        "error": "why the file could not be parsed ('' when it was); it is still a file node",
+    },
+    "nodes": {
+        "id": "stable id: the first 16 hex digits of SHA-256 over path NUL qualname NUL kind",
+        "kind": "file, module, class, interface, type, function, method, constant or section",
+        "name": "the name as written (a file: its base name)",
+        "qualname": "dotted path within its file (Parser.parse); '' for a file; "
+        "the module's name for an external module",
+        "path": "the file that defines it ('' for an external module)",
+        "language": "the file's language",
+        "start_line": "first line, 1-based",
+        "end_line": "last line, inclusive",
+        "signature": "the header up to the body, whitespace collapsed, at most 200 characters",
+        "doc": "docstring or leading comment, at most 500 characters",
+    },
+    "edges": {
+        "src": "node id of the source",
+        "dst": "node id of the target",
+        "kind": "contains, imports, calls, extends, implements, references or documents",
+        "confidence": "1.0 certain ... 0.0; contains is 1.0",
+        "reason": "how it was resolved: syntax, local, same-file, self, import, module-path, "
+        "unique-name, ambiguous-name, external, mention",
+        "line": "where in the source's file (0 for contains)",
+        "path": "the source's file",
+    },
+}
+GRAPH_SORT = {
+    "files": ["path"],
+    "nodes": ["id"],
+    "edges": ["src", "kind", "dst", "line"],
+}
+
+
+def _graph_formats() -> dict[str, bytes]:
+    """The code graph's sidecar: its three Parquet tables and its manifest."""
+    from typing import get_args
+
+    from gitmem.graph import build, cache, facts, paths, schema
+    from gitmem.graph.manifest import GRAPH_VERSION, MODES, GraphManifest
+    from gitmem.graph.scan import REASONS
+    from gitmem.sidecar import integrity
+    from gitmem.sidecar.generations import WRITTEN
+    from gitmem.sidecar.manifest import MANIFEST
+
+    root = f"<git common dir>/edda/{paths.GRAPH_DIR}/"
+    manifest = _schema(
+        GraphManifest,
+        "gitmem code graph manifest",
+        f"{root}<worktree>/{MANIFEST}: what a generation of the code graph reflects "
+        f"(mode: one of {', '.join(MODES)}; the commit; whether uncommitted changes are in "
+        "and a fingerprint of them; the extractor and table schema versions; a fingerprint "
+        "of the edda.code settings; a digest of the files indexed; counts; files skipped by "
+        f"reason, among {', '.join(REASONS)}); written last and atomically. Any other "
+        "version is rebuilt. files: '<size>:<crc32, 8 hex digits>' of every table; "
+        "checksum: CRC-32 (8 hex digits) of the other fields as canonical JSON (sorted "
+        "keys, no spaces, ASCII). A manifest or a table that does not match is rebuilt.",
+    )
+    tables = {
+        "files": schema.files_schema(),
+        "nodes": schema.nodes_schema(),
+        "edges": schema.edges_schema(),
+    }
+    tables_doc = {
+        "title": "gitmem code graph tables",
+        "description": "Three Parquet files in a generation of the code graph sidecar, "
+        "readable by pyarrow, DuckDB and Polars. Rows are sorted (see sort), so the same "
+        "files give byte-identical tables.",
+        "version": schema.SCHEMA_VERSION,
+        "graph_version": GRAPH_VERSION,
+        "root": root,
+        "files": {
+            f"{paths.MAIN_WORKTREE}/": "the main worktree's graph (a sidecar root)",
+            f"{paths.WORKTREE_PREFIX}<name>/": "the graph of the linked worktree "
+            "whose git dir is <git common dir>/worktrees/<name>",
+            f"<worktree>/{MANIFEST}": "graph-manifest.v1.schema.json",
+            "<worktree>/lock": "flock held by the one process building",
+            "<worktree>/g-<time>-<hex>/": "one generation; the manifest names the current one",
+            **{
+                f"<worktree>/g-*/{name}.parquet": f"the {name} table"
+                for name in ("files", "nodes", "edges")
+            },
+            f"<worktree>/g-*/{integrity.STAMP_FILE}": "files whose checksum was verified as they are now",
+            f"<worktree>/g-*/{WRITTEN}": "the checksums of the tables as the build wrote them",
+            f"{paths.CACHE_DIR}/{cache.VERSION_PREFIX}<extractor version>/<blob[:2]>/<blob[2:]>.<language>": (
+                "one blob's facts: 0x01, the length of the msgpack record as 8 bytes "
+                "little-endian, then the record zstd-compressed; the record is an array "
+                "[skip, facts, size]: skip '' or why the contents are not indexed (binary, "
+                "generated), facts gitmem.graph.facts.FileFacts as a msgpack map (nil when "
+                "skipped), size the blob's bytes; language '-' when only the contents tell it"
+            ),
+            f"{paths.CACHE_DIR}/{cache.SWEEP_STAMP}": "when entries unused for "
+            f"{cache.MAX_AGE_DAYS} days were last removed",
+        },
+        "id_rule": "node id = sha256(path + NUL + qualname + NUL + kind) as hex, first 16 "
+        "digits, path and qualname UTF-8; a file is (path, '', 'file'); an external "
+        "module is ('', module name, 'module')",
+        "node_kinds": list(get_args(facts.NodeKind)),
+        "edge_kinds": list(get_args(facts.EdgeKind)),
+        "extractor_version": facts.EXTRACTOR_VERSION,
+        "parquet_options": build.PARQUET_OPTIONS,
+        "tables": {
+            f"{name}.parquet": {
+                "sort": GRAPH_SORT[name],
+                "columns": [
+                    {
+                        "name": f.name,
+                        "type": str(f.type),
+                        "nullable": f.nullable,
+                        "description": GRAPH_COLUMNS[name][f.name],
+                    }
+                    for f in table
+                ],
+            }
+            for name, table in tables.items()
+        },
+    }
+    return {
+        "graph-manifest.v1.schema.json": _dump(manifest),
+        "graph-tables.v1.json": _dump(tables_doc),
     }
 
 

@@ -23,6 +23,9 @@ each hook does (spec/sync.md, "Git hooks"):
     Start a background ``git edda push <remote>`` so memory travels with code;
     not when a chained pre-push hook refused the push.
 
+After a branch checkout and a merge, the worker also brings this worktree's
+code graph up to date when it has one (``edda.code.onHooks``).
+
 Nothing here raises: errors go to ``<common dir>/edda/log/hooks.log``.
 """
 
@@ -165,13 +168,30 @@ def _run_job(location: RepoLocation, job: str, *args: str) -> None:
     spawn_worker(location, job, *args, wait=os.environ.get("GITMEM_HOOKS_FOREGROUND") == "1")
 
 
+def _with_code(location: RepoLocation, job: str | None) -> str | None:
+    """``job`` followed by a refresh of the code graph when this worktree has
+    one (``apply+code``): HEAD moved, so the graph no longer describes it.
+    A worktree whose graph was never built gets none (the first code query
+    builds it); ``edda.code.onHooks=false`` is read by the worker."""
+    from gitmem.graph.paths import has_graph
+
+    if not has_graph(location):
+        return job
+    return f"{job}+code" if job else "code"
+
+
+def _start(location: RepoLocation, job: str | None) -> None:
+    if job:
+        _run_job(location, job)
+
+
 def post_checkout(location: RepoLocation, args: list[str]) -> None:
     if len(args) < 3 or args[2] != "1":
         return  # a file checkout
     branch = head_branch(location)
     if branch is None or ref_exists(location, layout.branch_ref(branch)):
-        if has_memory(location):
-            _run_job(location, "index")  # memory may have moved since the last query
+        # memory may have moved since the last query
+        _start(location, _with_code(location, "index" if has_memory(location) else None))
         return
     from gitmem.branches.intents import write_intent
 
@@ -184,14 +204,15 @@ def post_checkout(location: RepoLocation, args: list[str]) -> None:
     write_intent(
         location.state_path, {"kind": "fork", "branch": branch, "from": previous, "code": new}
     )
-    _run_job(location, "apply")
+    _start(location, _with_code(location, "apply"))
 
 
 def post_merge(location: RepoLocation, args: list[str]) -> None:
     if args and args[0] == "1":
-        return  # squash: no merge happened as far as git knows
+        return  # squash: no merge happened as far as git knows (HEAD did not move)
     branch = head_branch(location)
     if branch is None or not has_memory(location):
+        _start(location, _with_code(location, None))
         return
     head = (read_git_output(["rev-parse", "HEAD"], location.cwd) or b"").decode().strip()
     if not head:
@@ -212,7 +233,7 @@ def post_merge(location: RepoLocation, args: list[str]) -> None:
         "subject": _last_head_subject(location),
     }
     write_intent(location.state_path, intent)
-    _run_job(location, "apply")
+    _start(location, _with_code(location, "apply"))
 
 
 def _spool(

@@ -6,7 +6,10 @@
 ``python -m gitmem.githooks.worker index REPO``
     refresh the search indexes (post-checkout of an existing branch);
 ``python -m gitmem.githooks.worker push REPO REMOTE``
-    push memory to REMOTE (pre-push), never prompting for credentials.
+    push memory to REMOTE (pre-push), never prompting for credentials;
+``python -m gitmem.githooks.worker code REPO``
+    bring this worktree's code graph up to date (post-checkout, post-merge);
+    ``apply+code`` and ``index+code`` do both, in that order.
 
 Outcomes and errors go to ``<common dir>/edda/log/hooks.log``; the exit
 status is only for that log, nobody waits for it.
@@ -22,7 +25,16 @@ LOCK_WAIT = 2.0  # seconds the worker waits for any lock before leaving its work
 
 
 def run_job(job: str, repo: str, *args: str) -> str:
-    """Do ``job`` for the repository at ``repo``; returns a one-line summary."""
+    """Do ``job`` (jobs joined by ``+`` in turn) for the repository at
+    ``repo``; returns a one-line summary."""
+    parts = job.split("+")
+    summaries = [_memory_job(p, repo, *args) for p in parts if p != "code"]
+    if "code" in parts:
+        summaries.append(_refresh_code(repo))
+    return "; ".join(summaries)
+
+
+def _memory_job(job: str, repo: str, *args: str) -> str:
     from gitmem.branches.chains import apply_intents
     from gitmem.memory.api import Memory
     from gitmem.sync.protocol import sync
@@ -55,6 +67,27 @@ def _refresh_index(memory: Any) -> str:
     if report is None:
         return "index: another process is refreshing it"
     return f"index {report.mode}: {report.events} events"
+
+
+def _refresh_code(repo: str) -> str:
+    """Bring the code graph up to date unless another process is already at
+    it (``edda.code.onHooks=false`` turns this off)."""
+    from gitmem.graph.opening import refresh
+    from gitmem.storage.gitconfig import get_bool, read_config
+    from gitmem.storage.locate import locate
+
+    location = locate(repo, any_format=True)
+    config = read_config(location)
+    if not get_bool(config, "edda.code.onHooks", True):
+        return "code graph refresh off (edda.code.onHooks)"
+    report = refresh(location, config, wait=0.0)
+    if report is None:
+        return "code graph: another process is building it"
+    done = "built" if report.built else "up to date"
+    return (
+        f"code graph {done}: {report.files} files ({report.parsed} parsed),"
+        f" {report.nodes} nodes, {report.edges} edges"
+    )
 
 
 def main(argv: list[str]) -> int:

@@ -1,6 +1,6 @@
 """What every sidecar shares: derived data kept next to memory, never the source of truth.
 
-A sidecar (the search index, :mod:`gitmem.index`; next, the code graph) lives
+A sidecar (the search index, :mod:`gitmem.index`; the code graph, :mod:`gitmem.graph`) lives
 in its own directory under ``<git common dir>/edda/`` and is built from
 something git holds (memory tips, a code commit). The machinery here knows
 nothing of what a sidecar contains:

@@ -194,12 +194,19 @@ def _common_dir_of(git_dir: str) -> str:
     return os.path.realpath(text if os.path.isabs(text) else os.path.join(git_dir, text))
 
 
-def locate(path: str | os.PathLike[str] | None = None) -> RepoLocation:
+def locate(path: str | os.PathLike[str] | None = None, *, any_format: bool = False) -> RepoLocation:
     """Locate the repository containing ``path`` (default: the current directory).
 
     Honours ``GIT_DIR`` when no explicit path is given, as git does.
-    Raises :class:`NotARepositoryError` when there is none.
+    Raises :class:`NotARepositoryError` when there is none, and UsageError for
+    a SHA-256 repository unless ``any_format`` (the code graph reads code in
+    any repository: it writes no git objects).
     """
+    location = _locate(path)
+    return location if any_format else _supported(location)
+
+
+def _locate(path: str | os.PathLike[str] | None) -> RepoLocation:
     if path is None and os.environ.get("GIT_DIR"):
         git_dir = os.path.realpath(os.environ["GIT_DIR"])
         work = os.environ.get("GIT_WORK_TREE")
@@ -211,21 +218,21 @@ def locate(path: str | os.PathLike[str] | None = None) -> RepoLocation:
             workdir = os.path.dirname(git_dir)
         else:
             workdir = _workdir_of(git_dir, common)
-        return _supported(RepoLocation(git_dir, common, workdir))
+        return RepoLocation(git_dir, common, workdir)
     start = os.path.realpath(os.fspath(path) if path is not None else os.getcwd())
     candidate = start
     while True:
         dot_git = os.path.join(candidate, ".git")
         if os.path.isdir(dot_git) and _looks_like_git_dir(dot_git):
-            return _supported(RepoLocation(dot_git, _common_dir_of(dot_git), candidate))
+            return RepoLocation(dot_git, _common_dir_of(dot_git), candidate)
         if os.path.isfile(dot_git):
             pointed = _read_gitfile(dot_git)
             if pointed is not None and os.path.isdir(pointed):
                 pointed = os.path.realpath(pointed)
-                return _supported(RepoLocation(pointed, _common_dir_of(pointed), candidate))
+                return RepoLocation(pointed, _common_dir_of(pointed), candidate)
         if _looks_like_git_dir(candidate):
             common = _common_dir_of(candidate)
-            return _supported(RepoLocation(candidate, common, _workdir_of(candidate, common)))
+            return RepoLocation(candidate, common, _workdir_of(candidate, common))
         parent = os.path.dirname(candidate)
         if parent == candidate:
             break

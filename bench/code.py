@@ -1,0 +1,229 @@
+"""Benchmark the code graph on real code present on every machine, and print the figures.
+
+    python bench/code.py [--site-packages] [--runs 7] [--keep DIR]
+
+The corpus is this interpreter's standard library (``sysconfig``'s
+``stdlib``, without ``site-packages`` and ``__pycache__``), copied into a
+fresh git repository and committed; ``--site-packages`` adds the installed
+packages (this environment's ``purelib``) under ``sp/`` for breadth.
+
+* cold build: a fresh process, an empty cache: files/s (files indexed per
+  second of the build call; the process's imports are shown apart), peak
+  RSS (the builder and its worker processes);
+* one file changed and committed: the next build in a warm process (its
+  imports done, as in the daemon or a hook's worker), p50 over ``--runs``;
+* a switch to a branch that changes 20 files: the next build, p50;
+* Parquet sizes and the facts cache's size;
+* query p50s, for the queries listed in :data:`QUERIES` (hot: the view open).
+
+Targets on a 2-core machine: >= 300 files/s cold (embeddings excluded),
+<= 150 ms after changing one file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchenv import isolated_env, machine, run_python  # noqa: E402
+
+# Queries timed hot over the open view: (name, function of the view). The
+# query work (find, callers, impact, map) adds its own here.
+QUERIES: list[tuple[str, Callable[[Any], object]]] = []
+
+COLD = r"""
+import json, resource, sys, time
+t0 = time.perf_counter()
+from gitmem.graph.build import build
+from gitmem.storage.locate import locate
+imported = time.perf_counter() - t0
+location = locate(sys.argv[1], any_format=True)
+start = time.perf_counter()
+report = build(location)
+took = time.perf_counter() - start
+own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+print(json.dumps({"seconds": took, "imports": imported, "rss_mb": own,
+                  "worker_rss_mb": children, "report": report.to_json()}))
+"""
+
+
+def git(repo: Path, env: dict[str, str], *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def copy_tree(source: Path, target: Path) -> int:
+    """Copy the regular files under ``source`` (no caches, no site-packages)."""
+    count = 0
+    for directory, dirs, files in os.walk(source):
+        dirs[:] = [d for d in dirs if d not in ("__pycache__", "site-packages")]
+        rel = Path(directory).relative_to(source)
+        for name in files:
+            src = Path(directory) / name
+            if src.is_symlink() or not src.is_file():
+                continue
+            dst = target / rel / name
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dst)
+            count += 1
+    return count
+
+
+def corpus(repo: Path, env: dict[str, str], site_packages: bool) -> None:
+    repo.mkdir(parents=True)
+    copied = copy_tree(Path(sysconfig.get_paths()["stdlib"]), repo / "lib")
+    if site_packages:
+        copied += copy_tree(Path(sysconfig.get_paths()["purelib"]), repo / "sp")
+    git(repo, env, "init", "-q")
+    git(repo, env, "config", "core.autocrlf", "false")
+    git(repo, env, "add", "-A")
+    git(repo, env, "commit", "-q", "-m", "corpus")
+    print(f"corpus: {copied:,} files copied into {repo}", flush=True)
+
+
+def python_files(repo: Path, view: Any) -> list[Path]:
+    """The indexed Python files outside the tests (those a change re-parses)."""
+    paths = view.files.column("path").to_pylist()
+    return [repo / p for p in sorted(paths) if p.endswith(".py") and "/test" not in p]
+
+
+def size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def mb(n: float) -> str:
+    return f"{n / 1e6:.1f} MB"
+
+
+def p50(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--site-packages", action="store_true")
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--keep", type=Path, help="build the corpus here and keep it")
+    args = parser.parse_args()
+    print(machine(), flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        base = args.keep or Path(tmp)
+        env = isolated_env(base / "home")
+        os.environ.update(env)  # the in-process builds below see the same git config
+        repo = base / "corpus"
+        corpus(repo, env, args.site_packages)
+
+        # cold build in a fresh process
+        cold = json.loads(run_python(COLD, str(repo), env=env))
+        report = cold["report"]
+        rate = report["files"] / cold["seconds"]
+        print(
+            f"cold build: {report['files']:,} files indexed ({report['seen']:,} seen,"
+            f" skipped {report['skipped']}), {report['nodes']:,} nodes, {report['edges']:,} edges"
+            f" in {cold['seconds']:.2f} s = {rate:,.0f} files/s"
+            f" (+{cold['imports']:.2f} s of imports); peak RSS {cold['rss_mb']:.0f} MB,"
+            f" largest worker {cold['worker_rss_mb']:.0f} MB",
+            flush=True,
+        )
+
+        from gitmem.graph.build import build, graph_root
+        from gitmem.graph.paths import cache_path
+        from gitmem.graph.view import GraphView
+        from gitmem.storage.locate import locate
+
+        location = locate(repo, any_format=True)
+        build(location)  # warm: imports and the page cache
+
+        # one file changed
+        files = python_files(repo, GraphView.open(repo))
+        one: list[float] = []
+        for i in range(args.runs):
+            target = files[(i * 37) % len(files)]
+            with open(target, "a", encoding="utf-8") as handle:
+                handle.write(f"\n\ndef _bench_added_{i}():\n    return {i}\n")
+            git(repo, env, "commit", "-q", "-am", f"change {i}")
+            start = time.perf_counter()
+            changed = build(location)
+            one.append((time.perf_counter() - start) * 1000)
+            assert changed.parsed == 1, changed
+        print(
+            f"after changing one file: p50 {p50(one):.0f} ms (min {min(one):.0f}, max {max(one):.0f})",
+            flush=True,
+        )
+
+        # a branch switch that changes 20 files
+        switch: list[float] = []
+        for i in range(args.runs):
+            branch = f"b{i}"
+            git(repo, env, "checkout", "-q", "-b", branch, "main")
+            for j in range(20):
+                target = files[(i * 101 + j * 13) % len(files)]
+                with open(target, "a", encoding="utf-8") as handle:
+                    handle.write(f"\n\nBENCH_{i}_{j} = {j}\n")
+            git(repo, env, "commit", "-q", "-am", f"branch {i}")
+            git(repo, env, "checkout", "-q", "main")
+            build(location)
+            git(repo, env, "checkout", "-q", branch)
+            start = time.perf_counter()
+            switched = build(location)
+            switch.append((time.perf_counter() - start) * 1000)
+            assert switched.parsed == 20, switched
+            git(repo, env, "checkout", "-q", "main")
+            build(location)
+        print(
+            f"after switching to a branch that changes 20 files: p50 {p50(switch):.0f} ms",
+            flush=True,
+        )
+
+        # sizes
+        root = graph_root(location)
+        manifest = json.loads((root / "manifest.json").read_text())
+        generation = root / manifest["generation"]
+        sizes = {
+            n: (generation / n).stat().st_size
+            for n in ("files.parquet", "nodes.parquet", "edges.parquet")
+        }
+        print(
+            "parquet: "
+            + ", ".join(f"{n} {mb(s)}" for n, s in sizes.items())
+            + f"; facts cache {mb(size(Path(cache_path(location))))}",
+            flush=True,
+        )
+
+        # opening and queries
+        opens: list[float] = []
+        for _ in range(args.runs):
+            start = time.perf_counter()
+            view = GraphView.open(repo)
+            opens.append((time.perf_counter() - start) * 1000)
+        print(f"GraphView.open (current graph, in-process): p50 {p50(opens):.0f} ms", flush=True)
+        for name, query in QUERIES:
+            times: list[float] = []
+            for _ in range(max(args.runs, 20)):
+                start = time.perf_counter()
+                query(view)
+                times.append((time.perf_counter() - start) * 1000)
+            print(f"{name}: p50 {p50(times):.1f} ms (hot)", flush=True)
+        if args.keep is None:
+            shutil.rmtree(repo, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,562 @@
+"""Building the code graph (issue 13): which files, facts cached by blob,
+the Parquet sidecar, freshness, the hooks and the CLI.
+
+Real repositories throughout. The assertions hold whatever the extractors
+find in a file: they are about files, blobs, reasons and bytes, not symbols.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from conftest import ROOT, cli, git
+
+from gitmem.errors import NotFoundError, UsageError
+from gitmem.graph.build import BuildReport, build, graph_root
+from gitmem.graph.cache import FactsCache, cache_key
+from gitmem.graph.extraction import load
+from gitmem.graph.freshness import head_commit
+from gitmem.graph.manifest import TABLE_FILES, read_manifest
+from gitmem.graph.paths import cache_path
+from gitmem.graph.scan import Glob, Settings, content_skip, default_path_skip
+from gitmem.graph.schema import edges_schema, files_schema, node_id, nodes_schema
+from gitmem.graph.view import GraphView
+from gitmem.sidecar.lock import builder_lock
+from gitmem.storage.locate import RepoLocation, locate
+
+FOREGROUND = {"GITMEM_HOOKS_FOREGROUND": "1"}
+
+SOURCES: dict[str, str | bytes] = {
+    "README.md": "# Project\n\nSee `main` in app.py.\n\n## Usage\n\nRun it.\n",
+    "app.py": "import util\n\n\ndef main():\n    return util.helper(1)\n",
+    "util.py": "def helper(x):\n    return x + 1\n",
+    "notes.txt": "plain text\n",
+    "src/lib.js": "export function add(a, b) {\n  return a + b;\n}\n",
+}
+
+
+# helpers -------------------------------------------------------------------------------------
+def write(repo: Path, files: dict[str, str | bytes]) -> None:
+    for name, content in files.items():
+        path = repo / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
+
+
+def commit_all(repo: Path, message: str = "code") -> None:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+
+
+def code_repo(path: Path, files: dict[str, str | bytes] | None = None, *args: str) -> Path:
+    """A repository whose first commit holds ``files`` (default SOURCES)."""
+    path.mkdir(parents=True)
+    git(path, "init", "-q", *args)
+    write(path, SOURCES if files is None else files)
+    commit_all(path)
+    return path
+
+
+def where(repo: Path) -> RepoLocation:
+    return locate(repo, any_format=True)
+
+
+def run(repo: Path, **options: object) -> BuildReport:
+    return build(where(repo), **options)  # type: ignore[arg-type]
+
+
+def generation(repo: Path) -> Path:
+    root = graph_root(where(repo))
+    manifest = json.loads((root / "manifest.json").read_text())
+    return root / manifest["generation"]
+
+
+def table_bytes(repo: Path) -> dict[str, bytes]:
+    directory = generation(repo)
+    return {name: (directory / name).read_bytes() for name in TABLE_FILES}
+
+
+def indexed(repo: Path) -> dict[str, dict[str, object]]:
+    """files.parquet by path, read with pyarrow alone."""
+    rows = pq.read_table(generation(repo) / "files.parquet").to_pylist()
+    return {str(r["path"]): r for r in rows}
+
+
+def hgit(repo: Path, *args: str) -> None:
+    """git with gitmem's hooks doing their work before git returns."""
+    env = {**os.environ, **FOREGROUND}
+    proc = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def hooks_log(repo: Path) -> str:
+    path = Path(where(repo).common_path) / "edda" / "log" / "hooks.log"
+    return path.read_text() if path.exists() else ""
+
+
+# the tables ----------------------------------------------------------------------------------
+def test_the_tables_read_with_pyarrow_alone(tmp_path: Path) -> None:
+    repo = code_repo(tmp_path / "repo")
+    report = run(repo)
+    assert report.built and report.reason == "no graph yet"
+    assert report.files == len(SOURCES) == report.parsed and report.reused == 0
+    assert report.seen == report.files and report.skipped == {}
+    directory = generation(repo)
+    files = pq.read_table(directory / "files.parquet")
+    nodes = pq.read_table(directory / "nodes.parquet")
+    edges = pq.read_table(directory / "edges.parquet")
+    assert files.schema.equals(files_schema())
+    assert nodes.schema.equals(nodes_schema())
+    assert edges.schema.equals(edges_schema())
+    rows = files.to_pylist()
+    assert [r["path"] for r in rows] == sorted(SOURCES)
+    for row in rows:
+        blob = git(repo, "rev-parse", f"HEAD:{row['path']}").strip()
+        assert row["blob"] == blob and row["source"] == "commit" and row["error"] == ""
+        assert row["size"] == len(str(SOURCES[str(row["path"])]).encode())
+    # every file is a node, under the stable id; rows sorted as the schema says
+    ids = nodes.column("id").to_pylist()
+    assert ids == sorted(ids)
+    file_nodes = {r["path"]: r["id"] for r in nodes.to_pylist() if r["kind"] == "file"}
+    assert file_nodes == {p: node_id(p, "", "file") for p in SOURCES}
+    keys = [(e["src"], e["kind"], e["dst"], e["line"]) for e in edges.to_pylist()]
+    assert keys == sorted(keys)
+    assert report.nodes == nodes.num_rows and report.edges == edges.num_rows
+    # the manifest, written last, names what was built and vouches for every file
+    manifest = read_manifest(graph_root(where(repo)))
+    assert manifest is not None
+    assert manifest.commit == git(repo, "rev-parse", "HEAD").strip()
+    assert manifest.mode == "head" and not manifest.worktree
+    assert set(manifest.files) == set(TABLE_FILES)
+    assert manifest.counts == {"files": 5, "nodes": report.nodes, "edges": report.edges}
+
+
+def test_the_same_files_give_the_same_bytes(tmp_path: Path) -> None:
+    repo = code_repo(tmp_path / "repo")
+    run(repo)
+    first = table_bytes(repo)
+    again = run(repo, rebuild=True)  # every file parsed again, every table written again
+    assert again.built and again.parsed == len(SOURCES)
+    assert table_bytes(repo) == first
+    # another repository with the same files, committed at another time
+    other = code_repo(tmp_path / "other")
+    run(other)
+    assert table_bytes(other) == first
+
+
+def test_nothing_is_built_when_the_graph_is_current(tmp_path: Path) -> None:
+    repo = code_repo(tmp_path / "repo")
+    first = run(repo)
+    before = generation(repo)
+    report = run(repo)
+    assert not report.built and report.parsed == 0 and report.reused == report.files
+    assert (report.files, report.nodes, report.edges) == (first.files, first.nodes, first.edges)
+    assert generation(repo) == before
+    # HEAD moves, the files stay: only the manifest changes
+    git(repo, "commit", "-q", "--allow-empty", "-m", "nothing")
+    report = run(repo)
+    assert not report.built and generation(repo) == before
+    manifest = read_manifest(graph_root(where(repo)))
+    assert manifest is not None and manifest.commit == git(repo, "rev-parse", "HEAD").strip()
+
+
+# incremental by blob --------------------------------------------------------------------------
+def test_a_branch_switch_parses_only_the_files_that_differ(tmp_path: Path) -> None:
+    files: dict[str, str | bytes] = {
+        f"pkg/m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(12)
+    }
+    repo = code_repo(tmp_path / "repo", files)
+    assert run(repo).parsed == 12
+    git(repo, "checkout", "-q", "-b", "feature")
+    write(repo, {"pkg/m1.py": "def f1():\n    return 'changed'\n", "pkg/m2.py": "X = 2\n"})
+    write(repo, {"pkg/new.py": "def g():\n    pass\n"})
+    (repo / "pkg/m3.py").unlink()
+    commit_all(repo, "feature")
+    report = run(repo)
+    assert report.built and report.reason == "files changed"
+    assert report.parsed == 3  # two changed, one added; the deleted one costs nothing
+    assert report.files == 12 and report.reused == 9
+    assert "pkg/m3.py" not in indexed(repo) and "pkg/new.py" in indexed(repo)
+    git(repo, "checkout", "-q", "main")
+    back = run(repo)
+    assert back.built and back.parsed == 0 and back.reused == 12
+    # a rename parses nothing either: the blob is known
+    git(repo, "mv", "pkg/m4.py", "pkg/renamed.py")
+    commit_all(repo, "rename")
+    assert run(repo).parsed == 0
+
+
+def test_a_second_worktree_reuses_the_facts(tmp_path: Path) -> None:
+    repo = code_repo(tmp_path / "repo")
+    run(repo)
+    main_generation = generation(repo)
+    git(repo, "branch", "side")
+    second = tmp_path / "second"
+    git(repo, "worktree", "add", "-q", str(second), "side")
+    report = run(second)
+    assert report.built and report.parsed == 0 and report.reused == len(SOURCES)
+    # each worktree has its own graph; the facts behind them are shared
+    assert graph_root(where(second)) != graph_root(where(repo))
+    assert graph_root(where(second)).parent == graph_root(where(repo)).parent
+    assert generation(repo) == main_generation and main_generation.is_dir()
+    assert table_bytes(second) == table_bytes(repo)
+    # a removed worktree's graph goes with the next build
+    git(repo, "worktree", "remove", str(second))
+    write(repo, {"more.py": "Y = 1\n"})
+    commit_all(repo, "more")
+    run(repo)
+    assert sorted(p.name for p in graph_root(where(repo)).parent.iterdir()) == ["cache", "main"]
+
+
+def test_a_damaged_cache_entry_is_parsed_again(tmp_path: Path) -> None:
+    repo = code_repo(tmp_path / "repo")
+    run(repo)
+    first = table_bytes(repo)
+    cache = FactsCache(cache_path(where(repo)))
+    _, language_for = load()
+    blob = git(repo, "rev-parse", "HEAD:util.py").strip()
+    entry = Path(cache.path(cache_key(blob, language_for("util.py"))))
+    assert entry.is_file()
+    entry.write_bytes(b"\xc1 not msgpack")
+    report = run(repo, rebuild=True)
+    assert report.parsed == len(SOURCES)
+    assert cache.get(cache_key(blob, language_for("util.py"))) is not None
+    assert table_bytes(repo) == first
+
+
+def test_a_cold_build_with_many_files_uses_worker_processes(tmp_path: Path) -> None:
+    """Enough files for the process pool (the threshold is 64 files and
+    256 KiB): the same tables as parsing them here."""
+    body = "".join(f"def fn_{j}(a, b):\n    return a * {j} + b\n\n\n" for j in range(100))
+    files: dict[str, str | bytes] = {f"mod/m{i:03}.py": body + f"N = {i}\n" for i in range(80)}
+    repo = code_repo(tmp_path / "repo", files)
+    report = run(repo)
+    assert report.parsed == 80 and report.errors == 0
+    pooled = table_bytes(repo)
+    shutil.rmtree(cache_path(where(repo)))
+    # one file at a time, in this process
+    for name in list(files)[:40]:
+        (repo / name).unlink()
+    commit_all(repo, "half")
+    assert run(repo).parsed == 40
+    git(repo, "checkout", "-q", "HEAD~1")
+    assert run(repo).parsed == 40  # the other half, in this process again
+    assert table_bytes(repo) == pooled
+
+
+# which files ----------------------------------------------------------------------------------
+def test_skipped_files_are_counted_by_reason(tmp_path: Path) -> None:
+    files: dict[str, str | bytes] = {
+        **SOURCES,
+        "image.png": b"\x89PNG\r\n\x1a\n\0\0\0",
+        "node_modules/dep/index.js": "module.exports = 1;\n",
+        "vendor/lib.go": "package lib\n",
+        "static/app.min.js": "var a=1;\n",
+        "api_pb2.py": "X = 1\n",
+        "package-lock.json": "{}\n",
+        "gen.go": "// Code generated by stringer. DO NOT EDIT.\n\npackage main\n",
+        "big.py": "x = 1\n" * 50,
+        "build/out.py": "y = 2\n",
+        "docs/guide.md": "# Guide\n",
+    }
+    repo = code_repo(tmp_path / "repo", files)
+    os.symlink("util.py", repo / "link.py")
+    fake = git(repo, "rev-parse", "HEAD").strip()  # a gitlink needs only a commit id
+    git(repo, "add", "link.py")
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{fake},sub")
+    git(repo, "commit", "-q", "-m", "symlink and submodule")
+    git(repo, "config", "edda.code.maxFileBytes", "200")
+    git(repo, "config", "--add", "edda.code.exclude", "build/")
+    git(repo, "config", "--add", "edda.code.exclude", "*.txt")
+    report = run(repo)
+    assert report.skipped == {
+        "binary": 1,
+        "excluded": 2,  # build/out.py, notes.txt
+        "generated": 3,  # api_pb2.py, package-lock.json, gen.go (its marker)
+        "oversized": 1,
+        "submodule": 1,
+        "symlink": 1,
+        "vendored": 3,
+    }
+    assert sorted(indexed(repo)) == [
+        "README.md",
+        "app.py",
+        "docs/guide.md",
+        "src/lib.js",
+        "util.py",
+    ]
+    assert report.seen == report.files + sum(report.skipped.values()) == len(files) + 2
+    # include narrows to what it matches; the other rules still apply
+    git(repo, "config", "--add", "edda.code.include", "*.py")
+    git(repo, "config", "--add", "edda.code.include", "docs/")
+    report = run(repo)
+    assert report.built and report.reason == "edda.code settings changed"
+    assert sorted(indexed(repo)) == ["app.py", "docs/guide.md", "util.py"]
+    # path rules come first: what include leaves out is never read (image.png)
+    assert report.skipped == {
+        "excluded": 2,
+        "generated": 1,  # api_pb2.py
+        "not-included": 8,
+        "oversized": 1,
+        "submodule": 1,
+        "symlink": 1,
+    }
+
+
+def test_a_path_that_is_not_utf8_is_skipped(tmp_path: Path) -> None:
+    repo = code_repo(tmp_path / "repo")
+    with open(os.path.join(os.fsencode(repo), b"caf\xe9.py"), "wb") as handle:
+        handle.write(b"X = 1\n")
+    commit_all(repo, "latin-1 name")
+    report = run(repo)
+    assert report.skipped == {"non-utf8-path": 1} and report.files == len(SOURCES)
+    write(repo, {"other.py": "Y = 2\n"})
+    with open(os.path.join(os.fsencode(repo), b"new\xff.py"), "wb") as handle:
+        handle.write(b"Z = 3\n")
+    report = run(repo, worktree=True)
+    assert report.skipped == {"non-utf8-path": 2} and "other.py" in indexed(repo)
+
+
+def test_globs_read_like_gitignore() -> None:
+    cases = {
+        "*.py": (["a.py", "x/y/b.py"], ["a.pyc", "py/a.txt"]),
+        "tests": (["tests/a.py", "x/tests/b.py", "tests"], ["tests.py", "x/mytests/a"]),
+        "docs/": (["docs/a.md", "docs/x/b.md", "x/docs/a.md"], ["docs.md", "mydocs/a"]),
+        "/docs": (["docs/a.md"], ["x/docs/a.md"]),
+        "src/**/*.go": (["src/a.go", "src/x/y/b.go"], ["lib/src/a.go", "src/a.py"]),
+        "src/*.go": (["src/a.go"], ["src/x/a.go"]),
+        "a?c.txt": (["abc.txt", "d/axc.txt"], ["ac.txt", "a/c.txt"]),
+        "[!a]*.md": (["b.md"], ["a.md"]),
+        "**/gen/**": (["gen/a", "x/gen/b/c"], ["generated/a"]),
+    }
+    for pattern, (yes, no) in cases.items():
+        glob = Glob(pattern)
+        assert all(glob.matches(p) for p in yes), (pattern, [p for p in yes if not glob.matches(p)])
+        assert not any(glob.matches(p) for p in no), (pattern, [p for p in no if glob.matches(p)])
+
+
+def test_content_and_name_rules() -> None:
+    assert content_skip(b"abc\0def") == "binary"
+    assert content_skip(b"x" * 8000 + b"\0") == ""  # beyond git's 8,000-byte probe
+    assert content_skip(b"# Code generated by protoc. DO NOT EDIT.\n") == "generated"
+    assert content_skip(b"/* @generated */\n") == "generated"
+    assert content_skip(b"a\nb\nc\nd\ne\n# generated by hand?\n") == ""  # past the first lines
+    assert content_skip(b"def generate():\n    pass\n") == ""
+    assert default_path_skip("web/node_modules/x/y.js") == "vendored"
+    assert default_path_skip("a/b.min.js") == "vendored"
+    assert default_path_skip("proto/x_pb2.py") == "generated"
+    assert default_path_skip("Cargo.lock") == "generated"
+    assert default_path_skip("src/vendor.py") == ""
+    assert Settings(max_bytes=10).path_skip("a.py", 11) == "oversized"
+
+
+def test_the_worktree_build_takes_uncommitted_changes(tmp_path: Path) -> None:
+    repo = code_repo(tmp_path / "repo")
+    write(repo, {".gitignore": "*.log\nscratch/\n"})
+    commit_all(repo, "ignore")
+    run(repo)
+    write(repo, {"util.py": "def helper(x):\n    return x + 2\n", "fresh.py": "Z = 3\n"})
+    write(repo, {"debug.log": "noise\n", "scratch/tmp.py": "W = 4\n"})
+    (repo / "notes.txt").unlink()
+    git(repo, "add", "fresh.py")  # staged; util.py unstaged
+    write(repo, {"untracked.md": "# New\n"})
+    report = run(repo, worktree=True)
+    assert report.built and report.worktree and report.mode == "worktree"
+    assert report.parsed == 3  # util.py, fresh.py, untracked.md
+    files = indexed(repo)
+    assert "debug.log" not in files and "scratch/tmp.py" not in files and "notes.txt" not in files
+    for name in ("util.py", "fresh.py", "untracked.md"):
+        assert files[name]["source"] == "worktree"
+        assert files[name]["blob"] == git(repo, "hash-object", name).strip()
+    assert files["app.py"]["source"] == "commit"
+    # the view stays current with the worktree: the same state opens as is …
+    view = GraphView.open(repo)
+    assert view.report is None and view.manifest is not None and view.manifest.worktree
+    assert sorted(view.files.column("path").to_pylist()) == sorted(files)
+    # … and an edit to an already changed file is picked up by the next opening
+    write(repo, {"fresh.py": "Z = 4  # again\n"})
+    view = GraphView.open(repo)
+    assert view.report is not None and view.report.built and view.report.parsed == 1
+    # a build without --worktree goes back to HEAD's files
+    report = run(repo)
+    assert report.built and not report.worktree and "fresh.py" not in indexed(repo)
+    with pytest.raises(UsageError):
+        run(repo, worktree=True, commit="HEAD")
+
+
+def test_an_unborn_branch_indexes_only_uncommitted_files(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    write(repo, {"a.py": "A = 1\n"})
+    report = run(repo)
+    assert report.built and report.commit is None and report.files == 0
+    report = run(repo, worktree=True)
+    assert report.files == 1 and indexed(repo)["a.py"]["source"] == "worktree"
+
+
+def test_a_sha256_repository(tmp_path: Path) -> None:
+    repo = code_repo(tmp_path / "repo", None, "--object-format=sha256")
+    with pytest.raises(UsageError):
+        locate(repo)  # memory refuses it; the code graph does not
+    report = run(repo)
+    assert report.built and report.files == len(SOURCES) and len(report.commit or "") == 64
+    write(repo, {"util.py": "def helper(x):\n    return x\n"})
+    run(repo, worktree=True)
+    files = indexed(repo)
+    assert files["util.py"]["blob"] == git(repo, "hash-object", "util.py").strip()
+    assert len(str(files["app.py"]["blob"])) == 64
+    assert head_commit(where(repo)) == git(repo, "rev-parse", "HEAD").strip()
+
+
+def test_a_commit_named_by_hand_stays_until_the_next_index(tmp_path: Path) -> None:
+    repo = code_repo(tmp_path / "repo")
+    first = git(repo, "rev-parse", "HEAD").strip()
+    write(repo, {"later.py": "L = 1\n"})
+    commit_all(repo, "later")
+    report = run(repo, commit=first[:10])
+    assert report.mode == "commit" and report.commit == first and "later.py" not in indexed(repo)
+    view = GraphView.open(repo)  # HEAD is elsewhere, but the graph was asked for that commit
+    assert view.report is None and view.manifest is not None and view.manifest.commit == first
+    assert run(repo).commit == git(repo, "rev-parse", "HEAD").strip()
+    with pytest.raises(NotFoundError):
+        run(repo, commit="no-such-branch")
+
+
+# the view and freshness -----------------------------------------------------------------------
+def test_opening_builds_and_refreshes_when_head_moves(tmp_path: Path) -> None:
+    repo = code_repo(tmp_path / "repo")
+    with pytest.raises(NotFoundError):
+        GraphView.open(repo, refresh=False)
+    view = GraphView.open(repo)
+    assert view.report is not None and view.report.built and not view.stale
+    assert view.files.num_rows == len(SOURCES)
+    assert GraphView.open(repo).report is None  # current: opened as is
+    write(repo, {"extra.py": "E = 1\n"})
+    commit_all(repo, "extra")
+    view = GraphView.open(repo)
+    assert view.report is not None and view.report.parsed == 1
+    assert "extra.py" in view.files.column("path").to_pylist()
+    # packed refs are read too
+    git(repo, "pack-refs", "--all")
+    assert head_commit(where(repo)) == git(repo, "rev-parse", "HEAD").strip()
+    assert GraphView.open(repo).report is None
+
+
+def test_a_reader_does_not_wait_long_for_another_builder(tmp_path: Path) -> None:
+    repo = code_repo(tmp_path / "repo")
+    run(repo)
+    write(repo, {"extra.py": "E = 1\n"})
+    commit_all(repo, "extra")
+    held = threading.Event()
+    release = threading.Event()
+
+    def hold() -> None:
+        with builder_lock(graph_root(where(repo)), 10.0):
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(10)
+        view = GraphView.open(repo, wait=0.2)
+        assert view.stale and view.report is None
+        assert "extra.py" not in view.files.column("path").to_pylist()  # the previous version
+    finally:
+        release.set()
+        holder.join()
+    view = GraphView.open(repo)
+    assert not view.stale and "extra.py" in view.files.column("path").to_pylist()
+
+
+@pytest.mark.parametrize("name", TABLE_FILES)
+def test_a_damaged_generation_is_rebuilt(tmp_path: Path, name: str) -> None:
+    repo = code_repo(tmp_path / "repo")
+    run(repo)
+    good = table_bytes(repo)
+    target = generation(repo) / name
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    target.write_bytes(bytes(data))  # a new ctime: checked in full at the next opening
+    with pytest.raises(NotFoundError, match="damaged"):
+        GraphView.open(repo, refresh=False)
+    view = GraphView.open(repo)
+    assert view.report is not None and view.report.built
+    assert view.report.reason.startswith("damaged graph")
+    assert view.report.parsed == 0  # the facts were sound: only the tables are written again
+    assert table_bytes(repo) == good
+
+
+def test_a_missing_manifest_means_a_new_build(tmp_path: Path) -> None:
+    repo = code_repo(tmp_path / "repo")
+    run(repo)
+    (graph_root(where(repo)) / "manifest.json").write_text("{not json")
+    report = run(repo)
+    assert report.built and report.reason == "no graph yet" and report.parsed == 0
+    assert len([p for p in graph_root(where(repo)).iterdir() if p.name.startswith("g-")]) == 1
+
+
+# hooks and the command line -------------------------------------------------------------------
+def test_the_hooks_keep_an_existing_graph_current(tmp_path: Path) -> None:
+    repo = code_repo(tmp_path / "repo")
+    assert cli(repo, "init")[0] == 0
+    hgit(repo, "checkout", "-q", "-b", "feature")
+    write(repo, {"feature.py": "F = 1\n"})
+    commit_all(repo, "feature")
+    assert not graph_root(where(repo)).exists()  # never built here: the hooks leave it be
+    run(repo)
+    hgit(repo, "checkout", "-q", "main")
+    manifest = read_manifest(graph_root(where(repo)))
+    assert manifest is not None and manifest.commit == head_commit(where(repo))
+    assert "code graph built" in hooks_log(repo)
+    hgit(repo, "merge", "-q", "--no-ff", "feature", "-m", "merge feature")
+    manifest = read_manifest(graph_root(where(repo)))
+    assert manifest is not None and manifest.commit == head_commit(where(repo))
+    assert "feature.py" in indexed(repo)
+    git(repo, "config", "edda.code.onHooks", "false")
+    hgit(repo, "checkout", "-q", "feature")
+    assert "code graph refresh off (edda.code.onHooks)" in hooks_log(repo)
+    manifest = read_manifest(graph_root(where(repo)))
+    assert manifest is not None and manifest.commit != head_commit(where(repo))
+
+
+def test_cli_code_index(tmp_path: Path) -> None:
+    repo = code_repo(tmp_path / "repo", {**SOURCES, "node_modules/x.js": "x\n"})
+    code, out, err = cli(repo, "code", "index")
+    assert code == 0, err
+    short = git(repo, "rev-parse", "HEAD").strip()[:12]
+    assert out.startswith(f"built the code graph at {short}: 5 files, ")
+    assert "(5 parsed, 0 reused; no graph yet)" in out
+    assert "skipped 1 file: 1 vendored" in out
+    code, out, err = cli(repo, "code", "index", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["built"] is False and data["files"] == 5 and data["skipped"] == {"vendored": 1}
+    code, out, _ = cli(repo, "code", "index", "--worktree")
+    assert code == 0 and "with uncommitted changes" in out
+    code, out, _ = cli(repo, "code", "index", "--rebuild", "--json")
+    assert code == 0 and json.loads(out)["parsed"] == 5
+    code, _, err = cli(repo, "code", "index", "--commit", "nope")
+    assert code == 3 and "no commit 'nope'" in err
+
+
+def test_the_docs_name_the_settings() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for key in (
+        "edda.code.include",
+        "edda.code.exclude",
+        "edda.code.maxFileBytes",
+        "edda.code.onHooks",
+    ):
+        assert f"`{key}`" in readme, key
