@@ -191,13 +191,20 @@ def ask(
 
 
 def code_graph(repo: Repo) -> GraphView | None:
-    """The code graph when one has been built (None otherwise: readers that
-    can do without it, like ``why``, then work on paths alone)."""
-    try:
-        from gitmem.graph.view import GraphView
+    """The code graph, brought up to date, when one has been built ('git edda
+    code index'); None otherwise (readers that can do without it, like
+    ``why``, then work on paths alone, rather than parse a whole repository
+    unasked)."""
+    from gitmem.graph.build import graph_root
+    from gitmem.graph.manifest import read_manifest
+    from gitmem.graph.view import GraphView
+    from gitmem.storage.locate import locate
 
+    try:
+        if read_manifest(graph_root(locate(repo, any_format=True))) is None:
+            return None
         return GraphView.open(repo)
-    except (GitmemError, OSError, NotImplementedError):
+    except (GitmemError, OSError):
         return None
 
 

@@ -358,4 +358,9 @@ def why(
                 lines.append(f"      STALE: {changed}{more} changed since it was made")
     if len(lines) == 1:
         lines.append("no memory touches it")
+    if not result.graph:
+        lines.append(
+            "\nhint: without a code graph only paths are matched; build it with"
+            " 'git edda code index' for symbols and their neighbours"
+        )
     return Output(result.to_json(), "\n".join(lines), page=True)

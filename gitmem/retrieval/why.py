@@ -65,6 +65,7 @@ class WhyItem:
 class WhyResult:
     target: Target
     items: list[WhyItem]
+    graph: bool = False  # whether a code graph resolved the target
 
     def section(self, name: str) -> list[WhyItem]:
         return [i for i in self.items if i.section == name]
@@ -84,6 +85,7 @@ class WhyResult:
             return out
 
         return {
+            "graph": self.graph,
             "target": {
                 "text": self.target.text,
                 "files": self.target.files,
@@ -309,4 +311,4 @@ def why(
         section = [i for i in items if i.section == name]
         section.sort(key=lambda i: (rank.get(i.status, 0), i.near, -i.event.time, i.event.id))
         ordered += section[:limit]
-    return WhyResult(target, ordered)
+    return WhyResult(target, ordered, graph is not None)
