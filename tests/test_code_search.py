@@ -237,6 +237,24 @@ def test_brace_languages_split_outside_nested_blocks_and_keep_their_closing_brac
         assert lines[new].startswith("    if (x"), lines[new]
 
 
+def test_a_method_outside_its_types_lines_has_the_type_as_context() -> None:
+    source = "type Server struct {\n\taddr string\n}\n\nfunc (s *Server) Start() error {\n\treturn nil\n}\n"
+    facts = FileFacts(
+        "go",
+        7,
+        definitions=[
+            Definition("Server", "Server", "class", 1, 3, 0, 0),
+            Definition("Start", "Server.Start", "method", 5, 7, 0, 0, parent="Server"),
+        ],
+    )
+    chunks = chunks_of("server.go", source, facts)
+    check_chunks(source.encode(), chunks)
+    assert [(c.symbol, c.context) for c in chunks] == [
+        ("Server", ()),
+        ("Server.Start", ("type Server struct {",)),
+    ]
+
+
 def test_markdown_is_split_by_sections_with_the_parent_heading_as_context() -> None:
     source = textwrap.dedent(
         """\

@@ -10,7 +10,9 @@ search index (:mod:`gitmem.graph.codeindex`) embeds and indexes:
   its own lines (the header, its docstring, attributes between methods) form
   chunks of the class, and each method (nested class, subsection) is a chunk
   of its own whose :attr:`Chunk.context` holds the enclosing headers
-  (``class Parser(Base):``), so that a method's text still names its class;
+  (``class Parser(Base):``), so that a method's text still names its class
+  (also when it is defined outside the class's lines, as Go methods are:
+  the definition's ``parent`` says whose it is);
 * code outside definitions (imports, constants, top-level statements) forms
   chunks of kind ``"file"``, one per run of lines between definitions;
 * comments, decorators and attributes directly above a definition (no blank
@@ -175,6 +177,9 @@ class _Chunker:
         self.chunks: list[Chunk] = []
         language = facts.language
         self.tokens = _tokens(language)
+        self.by_qualname: dict[str, Definition] = {}
+        for d in facts.definitions:
+            self.by_qualname.setdefault(d.qualname, d)
         # Markdown headings start with '#': there no line above one belongs to it.
         self.leading = language != "markdown"
 
@@ -237,7 +242,7 @@ class _Chunker:
         for node in nodes:
             if node.start > position:
                 self._gap(position, node.start - 1, symbol, kind, context)
-            self._node(node, inner)
+            self._node(node, inner, symbol)
             position = node.end + 1
         if position <= hi:
             self._gap(position, hi, symbol, kind, context)
@@ -264,8 +269,14 @@ class _Chunker:
         ):
             node.start = next(i for i in gap if not self.blank[i - 1])
 
-    def _node(self, node: _Node, context: tuple[str, ...]) -> None:
+    def _node(self, node: _Node, context: tuple[str, ...], owner: str) -> None:
         d = node.definition
+        if d.parent and d.parent != owner:
+            # Defined outside its parent's span (a Go method, a Rust impl's
+            # function): the parent's header is context all the same.
+            parent = self.by_qualname.get(d.parent)
+            if parent is not None and 1 <= parent.start_line <= len(self.lines):
+                context = (*context, self._headline(parent))
         if d.kind in CONTAINER_KINDS and node.children:
             inner = (*context, self._headline(d))
             # The header line stays the container's: its children's comments start below it.
