@@ -718,3 +718,15 @@ def test_code_hits_pull_in_their_callers_and_callees(built: Path, store: Path) -
             for i, t in enumerate(kept):
                 if t.startswith("  - "):
                     assert [h for h in kept[:i] if h.startswith("- ")][-1] == owner[t]
+
+
+def test_a_damaged_previous_index_is_rebuilt_not_reused(built: Path, tmp_path: Path) -> None:
+    previous = tmp_path / "old"
+    shutil.copytree(built, previous)
+    (previous / "fulltext" / "meta.json").write_text("{not json")
+    report = build_code_index(
+        tmp_path / "new", project_chunks(), config={}, stamp_dir=tmp_path, reuse=previous
+    )
+    assert not report.reused and report.added == report.chunks == len(project_chunks())
+    with CodeIndex.open(tmp_path / "new") as index:
+        assert found(index, "pelican")[0] == "src/geometry.py:distance"

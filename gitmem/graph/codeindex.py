@@ -252,6 +252,7 @@ def build_code_index(
         # The copied index does not open: index everything afresh.
         _clear(directory, vectors=False)
         came, gone, old_meta = rows, [], None
+        report.reused = False
         _fulltext(directory, rows, [], report, notify)
     meta = CodeMeta(CODE_INDEX_VERSION, len(rows))
     _vectors(
@@ -309,7 +310,10 @@ def _fulltext(
 
     docs: list[TextDoc] = [TextDoc(r.id, r.key, searchable(r.chunk)) for r in came]
     notify("code full text", 0, len(docs))
-    index = FullText(directory / FULLTEXT_DIR, create=True)
+    try:
+        index = FullText(directory / FULLTEXT_DIR, create=True)
+    except (ValueError, OSError) as exc:  # a copied index Tantivy cannot open
+        raise IndexDamagedError(f"code full-text index: {exc}") from None
     try:
         report.added = index.update(docs, gone)
     except ValueError as exc:  # Tantivy's errors are ValueErrors
