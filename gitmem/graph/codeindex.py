@@ -238,9 +238,13 @@ def build_code_index(
     elif not in_place:
         assert reuse is not None
         _clear(directory)
-        shutil.copytree(reuse / FULLTEXT_DIR, directory / FULLTEXT_DIR)
-        if (reuse / VECTORS_FILE).is_file():
-            shutil.copy2(reuse / VECTORS_FILE, directory / VECTORS_FILE)
+        try:
+            shutil.copytree(reuse / FULLTEXT_DIR, directory / FULLTEXT_DIR)
+            if (reuse / VECTORS_FILE).is_file():
+                shutil.copy2(reuse / VECTORS_FILE, directory / VECTORS_FILE)
+        except OSError:  # removed under us (an old generation going): start afresh
+            _clear(directory)
+            old = None
     report.reused = old is not None
     old_meta, old_keys = old if old is not None else (None, {})
     new_keys = {r.key: r for r in rows}
