@@ -7,6 +7,8 @@ when memory has moved.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from gitmem.app.browse import EVERYTHING, Filters
@@ -17,20 +19,25 @@ from gitmem.memory.query import EventFilter
 from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg
 
 if TYPE_CHECKING:
+    from gitmem.embed.base import Embedder
+    from gitmem.graph.codeindex import CodeHit, CodeIndex, CodeSearchResult
     from gitmem.graph.view import GraphView
     from gitmem.index.refresh import RefreshReport
     from gitmem.index.view import IndexView
     from gitmem.retrieval.ask import AskResult
+    from gitmem.retrieval.codesearch import MixedSearchResult
     from gitmem.retrieval.context import ContextPack
     from gitmem.retrieval.search import SearchResult
     from gitmem.retrieval.stale import StaleFn
     from gitmem.retrieval.why import WhyResult
+    from gitmem.storage.gitconfig import Config
     from gitmem.storage.locate import RepoLocation
 
 Progress = Callable[[str, int, int], None]
 """``(stage, done, total)``: how far a long index build has come."""
 
 STALE_WARNING = "another process is updating the index: results may miss the newest events"
+NO_CODE_INDEX = "no code index yet: 'git edda code index' builds it"
 
 
 def index(
@@ -90,6 +97,110 @@ def search(
         return result
 
 
+def open_code_index(
+    location: RepoLocation, config: Config, code_index: Path | None = None
+) -> CodeIndex | None:
+    """The code index: the directory ``code_index`` when given (one that
+    :func:`~gitmem.graph.codeindex.build_code_index` wrote), else the code
+    graph's; None when there is none."""
+    from gitmem.graph.codeindex import CodeIndex
+    from gitmem.index.manifest import index_root
+    from gitmem.retrieval.codesearch import code_index_dir
+
+    directory = code_index if code_index is not None else code_index_dir(location)
+    if directory is None:
+        return None
+    # The query embedder keeps its small caches with the search index's.
+    return CodeIndex.open(Path(directory), config=config, stamp_dir=index_root(location))
+
+
+def search_code(
+    repo: Repo,
+    query: str,
+    *,
+    limit: int = 10,
+    mode: Literal["hybrid", "lexical", "vector"] = "hybrid",
+    paths: Sequence[str] = (),
+    advanced: bool = False,
+    code_index: Path | None = None,
+) -> CodeSearchResult:
+    """Search the code: chunks of the code graph's files, by full text and
+    meaning, fused. ``paths`` keeps chunks of those files (exact, directory
+    or glob); ``code_index`` reads that directory instead of the graph's."""
+    from gitmem.errors import NotFoundError
+    from gitmem.storage.gitconfig import read_config
+    from gitmem.storage.locate import locate
+
+    location = locate(repo)
+    index = open_code_index(location, read_config(location), code_index)
+    if index is None:
+        raise NotFoundError(
+            "this repository has no code index yet", "build it with 'git edda code index'"
+        )
+    with index:
+        return index.query(query, limit, mode, paths=paths, advanced=advanced)
+
+
+def search_all(
+    repo: Repo,
+    query: str,
+    *,
+    now_us: int,
+    filters: Filters = EVERYTHING,
+    branch: BranchArg = CURRENT_BRANCH,
+    all_branches: bool = False,
+    limit: int = 10,
+    mode: Literal["hybrid", "lexical", "vector"] = "hybrid",
+    advanced: bool = False,
+    code_index: Path | None = None,
+) -> MixedSearchResult:
+    """Memory and code in one ranking (see :func:`gitmem.retrieval.codesearch.merge`):
+    the filters narrow memory, and ``--path`` code too. Without a code
+    index, memory alone, with a warning."""
+    from gitmem.graph.codeindex import CodeSearchResult
+    from gitmem.retrieval.codesearch import merge
+    from gitmem.retrieval.search import search as run_search
+
+    with open_view(repo) as view:
+        where = filters.resolve(view, now_us=now_us, include_redacted=False)
+        memory = run_search(
+            view,
+            query,
+            limit=limit,
+            where=where,
+            now=now_us,
+            mode=mode,
+            advanced=advanced,
+            all_branches=all_branches,
+            branch=_branch(view, branch),
+        )
+        if view.stale:
+            memory.warnings.append(STALE_WARNING)
+        index = open_code_index(view.location, view.config, code_index)
+        if index is None:
+            code = CodeSearchResult(query, mode, [], warnings=[NO_CODE_INDEX])
+        else:
+            with index:
+                code = index.query(
+                    query,
+                    limit,
+                    mode,
+                    paths=filters.paths,
+                    advanced=advanced,
+                    embedder=_embedder(view) if mode != "lexical" else None,
+                )
+        return merge(memory, code, limit)
+
+
+def _embedder(view: IndexView) -> Embedder | None:
+    """The memory index's query embedder, for code search to share (None:
+    code search loads the configured one itself)."""
+    try:
+        return view.embedder
+    except GitmemError:
+        return None
+
+
 def search_fn(view: IndexView, now_us: int) -> Callable[[str, int, Sequence[str]], list[Event]]:
     """The hybrid search as the context and ask builders call it."""
     from gitmem.retrieval.search import search as run_search
@@ -139,17 +250,31 @@ def context(
     budget: int = 2000,
     paths: Sequence[str] | None = None,
     branch: BranchArg = CURRENT_BRANCH,
+    code_index: Path | None = None,
 ) -> ContextPack:
     """What an agent should know now, within ``budget`` tokens: pins, the
     open capsule, the current checkpoint, decisions, learnings about the
     files in play (``paths``, else those changed in the working tree), hits
-    for ``query``, recent activity."""
+    for ``query``, code for ``query`` with its callers and callees (when
+    there is a code index: the code graph's, or the directory
+    ``code_index``), recent activity."""
+    from contextlib import ExitStack
+
     from gitmem.app.record import idle_limit_us
     from gitmem.capture.active import read_active
     from gitmem.retrieval.context import build_context
 
-    with open_view(repo) as view:
+    with open_view(repo) as view, ExitStack() as stack:
         active = read_active(view.location)
+        code = None
+        graph = None
+        if query and query.strip():
+            index = open_code_index(view.location, view.config, code_index)
+            if index is not None:
+                stack.enter_context(index)
+                embedder = _embedder(view)
+                code = partial(_code_hits, index, embedder)
+                graph = code_graph(repo)
         return build_context(
             view,
             query=query,
@@ -162,7 +287,15 @@ def context(
             capsule_idle=idle_limit_us(view.config),
             branch=_branch(view, branch),
             stale=stale_fn(view.location),
+            code=code,
+            graph=graph,
         )
+
+
+def _code_hits(
+    index: CodeIndex, embedder: Embedder | None, query: str, limit: int
+) -> list[CodeHit]:
+    return index.search(query, limit, embedder=embedder)
 
 
 def ask(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from cyclopts import Parameter
@@ -29,12 +30,14 @@ from gitmem.cli.root import (
     now_or_wall,
 )
 from gitmem.cli.terminal import markdown
+from gitmem.errors import UsageError
 from gitmem.memory.decisions import superseded_note
 from gitmem.memory.describe import SHORT_ID, plural
 from gitmem.memory.timespec import format_time
 from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg
 
 if TYPE_CHECKING:
+    from gitmem.graph.codeindex import CodeHit
     from gitmem.retrieval.search import Hit
 
 
@@ -116,16 +119,21 @@ def search(
     filters: FilterOptions = DEFAULT_FILTERS,
     branch: str | None = None,
     all_branches: bool = False,
+    code: bool = False,
+    all: bool = False,
     limit: int = 10,
     mode: Literal["hybrid", "lexical", "vector"] = "hybrid",
     advanced: bool = False,
     explain: bool = False,
     now: str | None = None,
+    code_index: Annotated[Path | None, Parameter(show=False)] = None,
     common: Common = DEFAULT_COMMON,
 ) -> Output:
     """Search memory: full text and meaning, fused, with a little recency.
 
-    Filters narrow what is searched before ranking.
+    Filters narrow what is searched before ranking. With --code it searches
+    the code instead (the code graph's chunks: functions, classes, Markdown
+    sections); with --all, memory and code in one ranking.
 
     Parameters
     ----------
@@ -135,6 +143,10 @@ def search(
         Search this branch's memory instead of the current branch's.
     all_branches
         Search every branch's memory.
+    code
+        Search the code instead of memory (only --path narrows it; built by 'git edda code index').
+    all
+        Search memory and code, in one ranking (--path narrows both).
     limit
         How many results (1 to 10,000).
     mode
@@ -145,10 +157,38 @@ def search(
         Show each score's parts and where a hit came from.
     now
         The time recency and --since/--until count from (reproducible output).
+    code_index
+        Read the code index in this directory instead of the code graph's (tests, tools).
     """
     from gitmem.app import retrieve
 
     in_range("--limit", limit, 1, MAX_RESULTS)
+    if code and all:
+        raise UsageError("--code and --all exclude each other", "pass one of them")
+    if code:
+        return _search_code(
+            query, filters, branch, all_branches, limit, mode, advanced, explain, code_index, common
+        )
+    if all:
+        mixed = retrieve.search_all(
+            common.repo,
+            query,
+            now_us=now_or_wall(now),
+            filters=filters.filters(),
+            branch=_branch(branch),
+            all_branches=all_branches,
+            limit=limit,
+            mode=mode,
+            advanced=advanced,
+            code_index=code_index,
+        )
+        lines = []
+        for rank, mixed_hit in enumerate(mixed.hits, 1):
+            if mixed_hit.memory is not None:
+                lines.extend(_memory_lines(rank, mixed_hit.memory, explain))
+            elif mixed_hit.code is not None:
+                lines.extend(_code_lines(rank, mixed_hit.code, explain))
+        return Output(mixed.to_json(), _with_warnings(lines, mixed.warnings), page=True)
     result = retrieve.search(
         common.repo,
         query,
@@ -162,18 +202,87 @@ def search(
     )
     lines = []
     for rank, hit in enumerate(result.hits, 1):
-        e = hit.event
-        by = hit.superseded_by
-        mark = f" ({superseded_note(by, lambda i: f'[{sid(i)}]')})" if by else ""
-        lines.append(
-            f"{rank:>2}. [{sid(e.id)}] {format_time(e.time)} {e.type:<11} {e.summary(90)}{mark}"
+        lines.extend(_memory_lines(rank, hit, explain))
+    return Output(result.to_json(), _with_warnings(lines, result.warnings), page=True)
+
+
+def _search_code(
+    query: str,
+    filters: FilterOptions,
+    branch: str | None,
+    all_branches: bool,
+    limit: int,
+    mode: Literal["hybrid", "lexical", "vector"],
+    advanced: bool,
+    explain: bool,
+    code_index: Path | None,
+    common: Common,
+) -> Output:
+    from dataclasses import replace
+
+    from gitmem.app import retrieve
+
+    memory_only = replace(filters, path=None) != DEFAULT_FILTERS or branch or all_branches
+    if memory_only:
+        raise UsageError(
+            "--code searches the code: of the filters only --path applies to it",
+            "drop the memory filters, or use --all to search memory and code",
         )
-        if explain:
-            lines.extend("      " + part for part in _explain(hit))
+    result = retrieve.search_code(
+        common.repo,
+        query,
+        limit=limit,
+        mode=mode,
+        paths=tuple(filters.path or ()),
+        advanced=advanced,
+        code_index=code_index,
+    )
+    lines = []
+    for rank, hit in enumerate(result.hits, 1):
+        lines.extend(_code_lines(rank, hit, explain))
+    return Output(result.to_json(), _with_warnings(lines, result.warnings), page=True)
+
+
+def _with_warnings(lines: list[str], warnings: list[str]) -> str:
     text = "\n".join(lines) or "no matches"
-    if result.warnings:
-        text += "".join(f"\nwarning: {w}" for w in result.warnings)
-    return Output(result.to_json(), text, page=True)
+    return text + "".join(f"\nwarning: {w}" for w in warnings)
+
+
+def _memory_lines(rank: int, hit: Hit, explain: bool) -> list[str]:
+    e = hit.event
+    by = hit.superseded_by
+    mark = f" ({superseded_note(by, lambda i: f'[{sid(i)}]')})" if by else ""
+    lines = [f"{rank:>2}. [{sid(e.id)}] {format_time(e.time)} {e.type:<11} {e.summary(90)}{mark}"]
+    if explain:
+        lines.extend("      " + part for part in _explain(hit))
+    return lines
+
+
+def _code_lines(rank: int, hit: CodeHit, explain: bool) -> list[str]:
+    """``rank. code path:lines kind symbol``, then the chunk's headline."""
+    what = f"{hit.kind} {hit.symbol}" if hit.symbol else "top-level code"
+    lines = [f"{rank:>2}. code {hit.location} {what}"]
+    if hit.headline:
+        lines.append(f"      {hit.headline[:100]}")
+    if explain:
+        lines.extend("      " + part for part in _explain_code(hit))
+    return lines
+
+
+def _explain_code(hit: CodeHit) -> list[str]:
+    from gitmem.index.fusion import RRF_K
+
+    lex = (
+        f"lexical #{hit.lexical_rank} (bm25 {hit.lexical_score:.3f}) -> 1/({RRF_K}+{hit.lexical_rank})"
+        if hit.lexical_rank
+        else "lexical: no match"
+    )
+    vec = (
+        f"vector #{hit.vector_rank} (cosine {hit.vector_score:.3f}) -> 1/({RRF_K}+{hit.vector_rank})"
+        if hit.vector_rank
+        else "vector: no match"
+    )
+    return [lex, vec, f"score {hit.score:.4f} = relevance (no recency for code)"]
 
 
 def _explain(hit: Hit) -> list[str]:
@@ -210,6 +319,7 @@ def context(
     path: list[str] | None = None,
     branch: str | None = None,
     now: str | None = None,
+    code_index: Annotated[Path | None, Parameter(show=False)] = None,
     common: Common = DEFAULT_COMMON,
 ) -> Output:
     """What an agent should know now, within --budget tokens (estimated as characters / 4).
@@ -217,7 +327,9 @@ def context(
     Tiers, highest priority first: pins, the open capsule, the current
     checkpoint or workflow, binding decisions, proposed (not binding)
     decisions, learnings and mistakes about the files in play (--path, else
-    the files changed in the working tree), hits for QUERY, recent activity.
+    the files changed in the working tree), hits for QUERY, code for QUERY
+    with its callers and callees (once 'git edda code index' has built the
+    code graph), recent activity.
     Items are kept or dropped whole; a trailer says what was dropped. Every
     line carries an id that 'git edda show ID' expands.
 
@@ -233,6 +345,8 @@ def context(
         Build the pack from this branch's memory.
     now
         The time the pack is built for (reproducible output).
+    code_index
+        Read the code index in this directory instead of the code graph's (tests, tools).
     """
     from gitmem.app import retrieve
 
@@ -244,6 +358,7 @@ def context(
         budget=budget,
         paths=path,
         branch=_branch(branch),
+        code_index=code_index,
     )
     return Output(pack.to_json(), markdown(pack.to_markdown()), page=True)
 

@@ -61,6 +61,8 @@ from gitmem.storage.locate import RepoLocation, object_format
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from gitmem.graph.chunks import Chunk
+
 __all__ = ["LOCK_TIMEOUT", "BuildReport", "Progress", "build", "graph_root", "try_build"]
 
 Progress = Callable[[str, int, int], None]
@@ -143,10 +145,12 @@ class Builder:
         self.progress = progress or (lambda stage, done, total: None)
         self.cache = FactsCache(cache_path(location))
         self.reparse = False  # --rebuild: the cache is written, never read
+        self.previous: GraphManifest | None = None
+        self.fresh: dict[str, bytes] = {}  # cache key -> bytes of the blobs read in this build
 
     def run(self, *, rebuild: bool, worktree: bool, commit: str | None) -> BuildReport:
         mode = "commit" if commit else "worktree" if worktree else "head"
-        previous = read_manifest(self.root)
+        previous = self.previous = read_manifest(self.root)
         found = scan(self.location, self.settings, commit=commit, worktree=worktree)
         _, language_for = extraction.load()
         keys = {e.path: cache_key(e.blob, language_for(e.path)) for e in found.entries}
@@ -256,6 +260,7 @@ class Builder:
                 self.cache.put(key, encode(verdict))
                 apply(key, verdict)
             else:
+                self.fresh[key] = data
                 to_parse.append((key, groups[key][0].path, data))
         for key, encoded in extraction.extract_all(to_parse, self.progress):
             self.cache.put(key, encoded)
@@ -316,9 +321,11 @@ class Builder:
         report.skipped = dict(sorted(skipped.items()))
         report.seen = report.files + len(skips)
         report.nodes, report.edges = nodes.num_rows, edges.num_rows
+        chunks = self._chunks(found, keys, facts)
         with generations.new_generation(self.root) as directory:
             for name, table in ((FILES_FILE, files), (NODES_FILE, nodes), (EDGES_FILE, edges)):
                 _write_table(table, directory / name)
+            self._code_index(directory, chunks)
             checksums = generations.write_written(directory, list(TABLE_FILES))
             manifest = GraphManifest(
                 version=GRAPH_VERSION,
@@ -337,8 +344,101 @@ class Builder:
                 files=checksums,
             )
             write_manifest(self.root, manifest)
-        self.cache.sweep(keys.values())
+        self.cache.sweep([*keys.values(), *(k + CHUNKS_SUFFIX for k in keys.values())])
         _remove_orphans(self.location)
+
+    # -- code search -------------------------------------------------------------------------
+    def _chunks(
+        self, found: Scan, keys: dict[str, str], facts: dict[str, FileFacts]
+    ) -> list[Chunk]:
+        """Every indexed file's search chunks: cached per blob like its facts
+        (chunks depend on the bytes and the facts only), so a build reads
+        the bytes of new blobs alone."""
+        import dataclasses
+
+        pieces: dict[str, list[Chunk]] = {}
+        unread: dict[str, str] = {}  # key -> a path with that blob
+        for entry in found.entries:
+            key = keys[entry.path]
+            if entry.path not in facts or key in pieces or key in unread:
+                continue
+            cached = None if self.reparse else _decode_chunks(self.cache, key)
+            if cached is not None:
+                pieces[key] = cached
+            elif key in self.fresh or entry.data is not None:
+                data = self.fresh.get(key, entry.data or b"")
+                pieces[key] = self._chunk_and_keep(key, entry.path, data, facts[entry.path])
+            else:
+                unread[key] = entry.path
+        if unread:  # blobs parsed by an older build, before chunks were cached
+            by_blob = {e.blob: keys[e.path] for e in found.entries if keys[e.path] in unread}
+            for blob, content in read_blobs(self.location.cwd, sorted(by_blob)):
+                key = by_blob[blob]
+                path = unread[key]
+                pieces[key] = self._chunk_and_keep(key, path, content or b"", facts[path])
+        out: list[Chunk] = []
+        for entry in found.entries:
+            for chunk in pieces.get(keys[entry.path], []) if entry.path in facts else []:
+                out.append(dataclasses.replace(chunk, path=entry.path))
+        return out
+
+    def _chunk_and_keep(self, key: str, path: str, data: bytes, facts: FileFacts) -> list[Chunk]:
+        from gitmem.graph.chunks import chunk_file
+
+        chunks = chunk_file(path, data, facts)
+        self.cache.put(key + CHUNKS_SUFFIX, _encode_chunks(chunks))
+        return chunks
+
+    def _code_index(self, directory: Path, chunks: list[Chunk]) -> None:
+        """The code search index of this generation, from the previous one."""
+        from gitmem.graph.codeindex import CODE_DIR, build_code_index
+
+        reuse = None
+        if self.previous is not None and not self.reparse:
+            candidate = self.root / self.previous.generation / CODE_DIR
+            reuse = candidate if candidate.is_dir() else None
+        build_code_index(
+            directory / CODE_DIR,
+            chunks,
+            config=read_config(self.location),
+            stamp_dir=self.root,
+            reuse=reuse,
+            progress=self.progress,
+        )
+
+
+CHUNKS_SUFFIX = ".chunks"  # cache entries of a blob's search chunks, beside its facts
+
+
+def _encode_chunks(chunks: list[Chunk]) -> bytes:
+    import zlib
+
+    import msgspec
+
+    rows = [
+        (c.start_line, c.end_line, c.symbol, c.kind, c.body, list(c.context), c.language)
+        for c in chunks
+    ]
+    return zlib.compress(msgspec.msgpack.encode(rows), 1)
+
+
+def _decode_chunks(cache: FactsCache, key: str) -> list[Chunk] | None:
+    """A blob's cached chunks (path left empty: the caller sets it), or None."""
+    import zlib
+
+    import msgspec
+
+    from gitmem.graph.chunks import Chunk
+
+    try:
+        with open(cache.path(key + CHUNKS_SUFFIX), "rb") as handle:
+            rows = msgspec.msgpack.decode(zlib.decompress(handle.read()))
+        return [
+            Chunk("", int(a), int(b), str(sym), str(kind), str(body), tuple(ctx), str(lang))
+            for a, b, sym, kind, body, ctx, lang in rows
+        ]
+    except (OSError, zlib.error, msgspec.DecodeError, ValueError, TypeError):
+        return None
 
 
 def _remove_orphans(location: RepoLocation) -> None:

@@ -32,7 +32,7 @@ EMBED_DIR = "embeddings"
 CHUNK = 4096  # texts embedded per batch between progress reports
 
 
-def _cache_directory(root: Path, model_id: str) -> Path:
+def cache_directory(root: Path, model_id: str) -> Path:
     """Where the embedding cache lives. A file found where one of its
     directories belongs is damage: the cache is derived data, so it goes."""
     from gitmem.embed.cache import model_slug
@@ -92,7 +92,7 @@ class VectorSync:
 
         try:
             dim = int(embedder.dim)
-            directory = _cache_directory(self.root, embedder.model_id)
+            directory = cache_directory(self.root, embedder.model_id)
             cache = EmbeddingCache(directory, embedder.model_id, dim)
             if redacted:
                 cache.remove([digest(r.get("_old_text", "")) for r in redacted])

@@ -76,6 +76,17 @@ class Vectors:
         if len(keys):
             self.index.add(np.asarray(keys, dtype=np.uint64), vectors, threads=2)
 
+    def remove(self, keys: Sequence[int]) -> int:
+        """Remove the vectors of ``keys`` (absent ones are skipped); returns how
+        many were there. The slots are only marked free, their bytes stay in
+        the saved file: for a redaction, :func:`rebuild` instead."""
+        import numpy as np
+
+        present = [k for k, ok in zip(keys, self.contains(keys), strict=True) if ok]
+        if present:
+            self.index.remove(np.asarray(present, dtype=np.uint64))
+        return len(present)
+
     def save(self) -> None:
         import os
 

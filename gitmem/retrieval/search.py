@@ -21,15 +21,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gitmem.errors import UsageError
+from gitmem.index import fusion
+from gitmem.index.fusion import MIN_COSINE
+from gitmem.index.fusion import RRF_K as RRF_K  # re-exported: the CLI explains scores with it
 from gitmem.memory.event import Event
 from gitmem.memory.query import EventFilter
 from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg
 
-RRF_K = 60
 RELEVANCE_WEIGHT = 0.9
 RECENCY_WEIGHT = 0.1
 HALF_LIFE_DAYS = 30.0
-MIN_COSINE = 0.1  # below this a static embedder's neighbours are noise
 MODES = ("hybrid", "lexical", "vector")
 DAY_US = 86_400_000_000
 # Results and candidates reach Tantivy and usearch, which abort the process on
@@ -255,15 +256,8 @@ def _fuse(
     mode: str,
 ) -> list[Hit]:
     engines = 2 if mode == "hybrid" else 1
-    best = engines / (RRF_K + 1)
-    parts: dict[int, dict[str, tuple[int, float]]] = {}
-    for name, ranked in (("lexical", lexical), ("vector", vector)):
-        rank, previous = 0, None
-        for position, (row, score) in enumerate(ranked, 1):
-            # Equal scores share a rank: an id tie-break must not outweigh recency.
-            if previous is None or round(score, 6) != previous:
-                rank, previous = position, round(score, 6)
-            parts.setdefault(row, {})[name] = (rank, score)
+    # Equal scores share a rank: an id tie-break must not outweigh recency.
+    parts = fusion.ranks((("lexical", lexical), ("vector", vector)))
     if not parts:
         return []
     rows = sorted(parts)
@@ -271,7 +265,7 @@ def _fuse(
     ids, times = view.values_at("id", rows), view.values_at("time", rows)
     for row, eid, etime in zip(rows, ids, times, strict=True):
         found = parts[row]
-        relevance = sum(1.0 / (RRF_K + rank) for rank, _s in found.values()) / best
+        relevance = fusion.relevance(found, engines)
         fresh = recency(etime, now)
         score = RELEVANCE_WEIGHT * relevance + RECENCY_WEIGHT * fresh
         scored.append((-round(score, 9), eid, row, score, relevance, fresh))

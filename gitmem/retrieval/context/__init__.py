@@ -21,6 +21,14 @@ priority first:
    newest events' one-line summaries, newest last), the three sessions before
    it one line each, and every older session aggregated into one line.
 
+A pack built with a code search function (``code``) and a query has a ninth
+tier, ``code``, between ``hits`` and ``history`` (:data:`CODE_TIERS`): the
+best code chunks for the query (path, lines, symbol and their first lines),
+each followed by its closest callers and callees in the code graph
+(``graph``, one hop over ``calls`` edges). Every hit is offered before any
+neighbour, and a neighbour only with its hit. Without ``code`` the pack is
+exactly what it was before code search existed (:data:`TIERS`).
+
 **Budget.** Tokens are estimated as ``ceil(characters / 4)`` of the rendered
 text (:func:`~gitmem.retrieval.tokens.estimate_tokens`). Items are included or
 dropped whole: tier by tier, each tier in its own priority order (newest or
@@ -58,6 +66,7 @@ rendering; the private modules hold what the branch is read for
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from gitmem.errors import UsageError
 from gitmem.memory.describe import iso_minute
@@ -76,12 +85,17 @@ from gitmem.retrieval.context._tiers import (
     pin_items,
     work_items,
 )
-from gitmem.retrieval.context.pack import TIERS, ContextPack, PackItem, PackTier
+from gitmem.retrieval.context.pack import CODE_TIERS, TIERS, ContextPack, PackItem, PackTier
 from gitmem.retrieval.source import SearchFn
 from gitmem.retrieval.stale import StaleFn
 from gitmem.retrieval.tokens import estimate_tokens
 
+if TYPE_CHECKING:
+    from gitmem.graph.view import GraphView
+    from gitmem.retrieval.codesearch import CodeSearchFn
+
 __all__ = [
+    "CODE_TIERS",
     "CURRENT_BRANCH",
     "TIERS",
     "ContextPack",
@@ -108,6 +122,8 @@ def build_context(
     session: str | None = None,
     capsule_idle: int | None = None,
     stale: StaleFn | None = None,
+    code: CodeSearchFn | None = None,
+    graph: GraphView | None = None,
 ) -> ContextPack:
     """Build the context pack of ``branch`` (default: the current one) at ``now``.
 
@@ -117,14 +133,18 @@ def build_context(
     worked on (an unknown ``active_capsule`` is ignored); an open capsule
     with no event for ``capsule_idle`` µs was forgotten and is left out. With
     ``stale``, decisions about the files in play whose code changed since they
-    were made are marked. Raises
+    were made are marked. With ``code`` (and a query), the pack has a code
+    tier, its hits expanded through ``graph`` when there is one. Raises
     :class:`~gitmem.errors.UsageError` for a budget below 1.
     """
     if budget < 1:
         raise UsageError(f"the budget must be at least 1 token, not {budget}", "pass --budget N")
     memory = BranchMemory(source.window(branch_kwargs(branch)), paths)
     claimed: set[str] = set()
-    candidates: dict[str, list[Candidate]] = {name: [] for name in TIERS}
+    with_code = code is not None and bool(query and query.strip())
+    candidates: dict[str, list[Candidate]] = {
+        name: [] for name in (CODE_TIERS if with_code else TIERS)
+    }
 
     def add(
         tier: str,
@@ -150,6 +170,11 @@ def build_context(
     add("learnings", learning_items(memory, paths, claimed))
     if query and query.strip():
         add("hits", hit_items(memory, query.strip(), search, claimed))
+    if with_code:
+        from gitmem.retrieval.context._code import code_items
+
+        assert code is not None and query is not None
+        add("code", *code_items(query.strip(), code, graph))
     history, order, requires = history_items(memory, session)
     add("history", history, order, requires)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gitmem.memory.describe import plural
-from gitmem.retrieval.context.pack import NOUNS, TIERS, TITLES, PackItem, PackTier, render
+from gitmem.retrieval.context.pack import NOUNS, TITLES, PackItem, PackTier, render
 from gitmem.retrieval.tokens import chars_for
 
 
@@ -23,7 +23,8 @@ class Candidate:
 
 
 def trailer_text(counts: dict[str, int], total: int, style: str) -> str:
-    """The line saying what was dropped (``style``: full, compact or none)."""
+    """The line saying what was dropped (``style``: full, compact or none);
+    ``counts`` has every tier of the pack, in priority order."""
     if style == "none":
         return ""
     if total == 0:
@@ -34,8 +35,8 @@ def trailer_text(counts: dict[str, int], total: int, style: str) -> str:
     if style == "compact":
         return f"_Dropped {plural(dropped, 'item')} to fit the budget (raise --budget)._"
     parts = []
-    for name in TIERS:
-        if counts.get(name):
+    for name in counts:
+        if counts[name]:
             one, many = NOUNS[name]
             parts.append(f"{counts[name]} {one if counts[name] == 1 else many}")
     return f"_Dropped to fit the budget: {', '.join(parts)} (raise --budget)._"
@@ -44,9 +45,10 @@ def trailer_text(counts: dict[str, int], total: int, style: str) -> str:
 def fit(
     header: str, candidates: dict[str, list[Candidate]], budget: int
 ) -> tuple[tuple[PackTier, ...], str, str]:
-    """Choose items whole, in priority order, so the rendering fits ``budget``."""
+    """Choose items whole, in priority order, so the rendering fits ``budget``.
+    ``candidates`` has every tier of the pack, in priority order."""
     limit = chars_for(budget)
-    sizes = {name: len(candidates[name]) for name in TIERS}
+    sizes = {name: len(items) for name, items in candidates.items()}
     total = sum(sizes.values())
     worst_full = len(trailer_text(sizes, total, "full"))
     styles = ("full", "compact", "none") if worst_full <= limit // 4 else ("compact", "none")
@@ -62,7 +64,7 @@ def fit(
                 tiers, trailer = assemble(candidates, chosen, total, style)
             if len(text) <= limit:
                 return tiers, trailer, title
-    empty = tuple(PackTier(n, TITLES[n], (), sizes[n]) for n in TIERS)
+    empty = tuple(PackTier(n, TITLES[n], (), sizes[n]) for n in candidates)
     return empty, "", ""
 
 
@@ -71,8 +73,9 @@ def fill(
 ) -> list[Candidate]:
     """Greedy choice: an item goes in when the pack, with a trailer that assumes
     every item not yet decided is dropped, still fits."""
-    pending = {name: len(candidates[name]) for name in TIERS}
-    dropped = dict.fromkeys(TIERS, 0)
+    tiers = tuple(candidates)
+    pending = {name: len(candidates[name]) for name in tiers}
+    dropped = dict.fromkeys(tiers, 0)
     content = len(header)  # characters of every block but the trailer
     blocks = 1 if header else 0
     chosen: list[Candidate] = []
@@ -82,7 +85,7 @@ def fill(
         count = blocks + (1 if trailer else 0)
         return content + len(trailer) + 2 * (count - 1) + 1 if count else 0
 
-    for name in TIERS:
+    for name in tiers:
         opened = False
         taken: set[int] = set()
         for candidate in candidates[name]:
@@ -90,11 +93,11 @@ def fill(
             if candidate.requires is not None and candidate.requires not in taken:
                 dropped[name] += 1
                 continue
-            worst = tuple(dropped[n] + pending[n] for n in TIERS)
+            worst = tuple(dropped[n] + pending[n] for n in tiers)
             trailer = trailers.get(worst)
             if trailer is None:  # the same while items are dropped: computed once
                 trailer = trailers[worst] = trailer_text(
-                    dict(zip(TIERS, worst, strict=True)), total, style
+                    dict(zip(tiers, worst, strict=True)), total, style
                 )
             text = len(candidate.item.text)
             if opened:
@@ -117,7 +120,7 @@ def assemble(
     picked = {id(c) for c in chosen}
     tiers = []
     counts: dict[str, int] = {}
-    for name in TIERS:
+    for name in candidates:
         kept = [c for c in candidates[name] if id(c) in picked]
         kept.sort(key=lambda c: c.order)
         counts[name] = len(candidates[name]) - len(kept)

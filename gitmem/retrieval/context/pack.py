@@ -10,7 +10,16 @@ from typing import Any
 from gitmem.memory.describe import short_id
 from gitmem.retrieval.tokens import estimate_tokens
 
-__all__ = ["NOUNS", "TIERS", "TITLES", "ContextPack", "PackItem", "PackTier", "render"]
+__all__ = [
+    "CODE_TIERS",
+    "NOUNS",
+    "TIERS",
+    "TITLES",
+    "ContextPack",
+    "PackItem",
+    "PackTier",
+    "render",
+]
 
 # name, section title, trailer noun (singular, plural)
 TIER_SPECS: tuple[tuple[str, str, str, str], ...] = (
@@ -29,9 +38,13 @@ TIER_SPECS: tuple[tuple[str, str, str, str], ...] = (
     ("history", "Recent activity", "history line", "history lines"),
 )
 TIERS: tuple[str, ...] = tuple(spec[0] for spec in TIER_SPECS)
-"""Tier names in priority order."""
-TITLES = {spec[0]: spec[1] for spec in TIER_SPECS}
-NOUNS = {spec[0]: (spec[2], spec[3]) for spec in TIER_SPECS}
+"""Tier names in priority order (of a pack without code)."""
+# The code tier, in packs built with a code index: after the query hits, before the history.
+CODE_SPEC = ("code", "Code related to the query", "code item", "code items")
+CODE_TIERS: tuple[str, ...] = (*TIERS[: TIERS.index("hits") + 1], "code", "history")
+"""Tier names in priority order of a pack with code."""
+TITLES = {spec[0]: spec[1] for spec in (*TIER_SPECS, CODE_SPEC)}
+NOUNS = {spec[0]: (spec[2], spec[3]) for spec in (*TIER_SPECS, CODE_SPEC)}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,848 @@
+"""Code search: chunks of code (:mod:`gitmem.graph.chunks`) in the same
+full-text and vector machinery as memory search.
+
+A code index is a directory, ``<graph generation>/code/``, holding:
+
+* ``chunks.parquet``: one row per chunk (:func:`chunks_schema`), sorted by
+  path, first line, last line, so the same code gives the same file;
+* ``fulltext/``: a Tantivy index of the chunks' texts
+  (:class:`~gitmem.index.fulltext.FullText`: the same analyzers, typo
+  tolerance and query building as memory search);
+* ``vectors.usearch``: their embeddings (:class:`~gitmem.index.vectors.Vectors`),
+  by the configured embedder (``edda.embed.*``), absent when embeddings are
+  disabled;
+* ``code.json``: what the rest holds (:class:`CodeMeta`), written last.
+
+A chunk's id is the SHA-256 of its path, lines, symbol, kind and text, and
+its key the first 64 bits of it, as for events. **Incremental.** Given the
+previous index (``reuse``), a build copies its full-text and vector files and
+only deletes the chunks that went and adds the ones that came: a changed file
+re-indexes its own chunks, nothing else. Vectors come through an embedding
+cache keyed by the text's SHA-256 (:class:`~gitmem.embed.cache.EmbeddingCache`),
+so a chunk whose text is unchanged is never embedded again, even when it
+moved. The cache is the code graph's own (``<cache_root>/embeddings/``), not
+the memory index's: two builders under different locks must never append to
+the same cache files. Removing vectors only frees their slots; once a
+quarter of them are free the vector file is rebuilt from the cache.
+
+An embedder that fails never fails the build (as for memory): the text
+indexes are written, ``code.json`` says why vectors are missing, and vector
+search then warns and answers lexically.
+
+**Search** (:meth:`CodeIndex.query`) asks each engine for its best
+candidates and fuses the two ranked lists by reciprocal rank
+(:mod:`gitmem.index.fusion`, shared with memory search); there is no recency
+term. Ties break by path and line, so the same index and query give the same
+hits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from gitmem.errors import GitmemError, IndexDamagedError, NotFoundError, UsageError
+from gitmem.graph.chunks import Chunk
+from gitmem.index import fusion
+from gitmem.index.fulltext import FULLTEXT_DIR
+from gitmem.index.vectors import VECTORS_FILE, key64
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+    from numpy.typing import NDArray
+
+    from gitmem.embed.base import Embedder
+    from gitmem.embed.cache import EmbeddingCache
+    from gitmem.index.fulltext import FullText, TextDoc
+    from gitmem.index.vectors import Vectors
+    from gitmem.storage.gitconfig import Config
+
+CODE_DIR = "code"
+"""The code index's directory inside a graph generation."""
+CHUNKS_FILE = "chunks.parquet"
+META_FILE = "code.json"
+CODE_INDEX_VERSION = 1
+MODES = ("hybrid", "lexical", "vector")
+MAX_LIMIT = 10_000
+SNIPPET_LINES = 12  # lines of a chunk shown in a hit's JSON and in context packs
+REBUILD_FREE = 0.25  # rebuild the vector file once this share of its slots is free
+EMBED_BATCH = 4096  # texts embedded per batch between progress reports
+
+Mode = Literal["hybrid", "lexical", "vector"]
+Progress = Callable[[str, int, int], None]
+
+
+def chunks_schema() -> pa.Schema:
+    """``chunks.parquet``: one row per chunk."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("id", pa.string()),  # 64 hex digits: SHA-256 of path, lines, symbol, kind, text
+            ("key", pa.uint64()),  # the first 64 bits of the id: full-text and vector key
+            ("path", pa.string()),
+            ("start_line", pa.int32()),
+            ("end_line", pa.int32()),
+            ("symbol", pa.string()),  # the definition's qualname ("" outside definitions)
+            ("kind", pa.string()),  # the definition's kind, or "file"
+            ("language", pa.string()),
+            ("context", pa.string()),  # enclosing headers, one a line
+            ("body", pa.string()),  # the chunk's lines
+        ]
+    )
+
+
+def chunk_id(chunk: Chunk) -> str:
+    """A chunk's id: what it is and where, hashed."""
+    data = "\0".join(
+        (
+            chunk.path,
+            str(chunk.start_line),
+            str(chunk.end_line),
+            chunk.symbol,
+            chunk.kind,
+            chunk.text,
+        )
+    )
+    return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass
+class CodeMeta:
+    """``code.json``: what the code index holds."""
+
+    version: int
+    chunks: int
+    model: str | None = None  # the embedder whose vectors vectors.usearch holds
+    dim: int | None = None
+    unembedded: int = 0  # chunks without a vector (embedding failed or disabled)
+    embed_error: str | None = None
+    free: int = 0  # vector slots freed by removals since the vector file was last rebuilt
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def read_meta(directory: Path) -> CodeMeta | None:
+    """The index's ``code.json``, or None when missing, unreadable or of another version."""
+    try:
+        data = json.loads((directory / META_FILE).read_bytes())
+        if not isinstance(data, dict) or data.get("version") != CODE_INDEX_VERSION:
+            return None
+        return CodeMeta(**data)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def code_index_files(directory: Path) -> list[str]:
+    """The files of a built code index, relative to ``directory`` (for a
+    sidecar manifest's checksums): not Tantivy's lock files, which readers create."""
+    names = [n for n in (CHUNKS_FILE, META_FILE, VECTORS_FILE) if (directory / n).is_file()]
+    fulltext = directory / FULLTEXT_DIR
+    if fulltext.is_dir():
+        with os.scandir(fulltext) as entries:
+            for entry in sorted(entries, key=lambda e: e.name):
+                if entry.name.startswith(".tantivy-") and entry.name.endswith(".lock"):
+                    continue
+                if entry.is_file(follow_symlinks=False):
+                    names.append(f"{FULLTEXT_DIR}/{entry.name}")
+    return sorted(names)
+
+
+# -- building ---------------------------------------------------------------------------
+
+
+@dataclass
+class CodeIndexReport:
+    """What :func:`build_code_index` did."""
+
+    chunks: int = 0
+    added: int = 0  # chunks added to the full-text index
+    removed: int = 0  # chunks removed from it
+    embedded: int = 0  # texts embedded (not found in the embedding cache)
+    vectors: int = 0  # vectors added to the vector index
+    model: str | None = None
+    reused: bool = False  # started from the previous index
+    seconds: float = 0.0
+    files: list[str] = field(default_factory=list)  # written, relative to the directory
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class _Row:
+    id: str
+    key: int
+    chunk: Chunk
+
+
+def _rows(chunks: Sequence[Chunk]) -> list[_Row]:
+    seen: set[int] = set()
+    rows = []
+    for chunk in chunks:
+        cid = chunk_id(chunk)
+        key = key64(cid)
+        if key in seen:
+            continue  # the same chunk twice (or, once in 2**64, two keys alike)
+        seen.add(key)
+        rows.append(_Row(cid, key, chunk))
+    rows.sort(key=lambda r: (r.chunk.path, r.chunk.start_line, r.chunk.end_line, r.id))
+    return rows
+
+
+def build_code_index(
+    directory: Path,
+    chunks: Sequence[Chunk],
+    *,
+    config: Config,
+    stamp_dir: Path | None,
+    reuse: Path | None = None,
+    cache_root: Path | None = None,
+    embed: bool = True,
+    progress: Progress | None = None,
+) -> CodeIndexReport:
+    """Write the code index of ``chunks`` into ``directory`` (created if need be).
+
+    ``reuse`` is the previous code index (another generation's, or
+    ``directory`` itself): unchanged chunks are then kept, not indexed again.
+    ``config`` chooses the embedder (``edda.embed.*``) and ``stamp_dir`` is
+    where it may keep its small caches; the embedding cache lives in
+    ``<cache_root>/embeddings/`` (default: ``stamp_dir``'s, else the
+    directory's). ``embed=False`` writes no vectors. The caller holds the
+    builder lock and records :attr:`CodeIndexReport.files` in its manifest.
+    """
+    started = time.monotonic()
+    report = CodeIndexReport()
+    notify: Progress = progress or (lambda stage, done, total: None)
+    directory.mkdir(parents=True, exist_ok=True)
+    rows = _rows(chunks)
+    report.chunks = len(rows)
+    old = _previous(reuse)
+    in_place = reuse is not None and _same(reuse, directory)
+    if in_place or old is None:
+        # A build interrupted in place must not leave a code.json vouching for
+        # half-updated files: without it the next build starts over.
+        (directory / META_FILE).unlink(missing_ok=True)
+    if old is None:
+        _clear(directory)
+    elif not in_place:
+        assert reuse is not None
+        _clear(directory)
+        try:
+            shutil.copytree(reuse / FULLTEXT_DIR, directory / FULLTEXT_DIR)
+            if (reuse / VECTORS_FILE).is_file():
+                shutil.copy2(reuse / VECTORS_FILE, directory / VECTORS_FILE)
+        except OSError:  # removed under us (an old generation going): start afresh
+            _clear(directory)
+            old = None
+    report.reused = old is not None
+    old_meta, old_keys = old if old is not None else (None, {})
+    new_keys = {r.key: r for r in rows}
+    gone = sorted(k for k in old_keys if k not in new_keys)
+    came = [r for r in rows if r.key not in old_keys]
+    try:
+        _fulltext(directory, came, [old_keys[k] for k in gone], report, notify)
+    except IndexDamagedError:
+        # The copied index does not open: index everything afresh.
+        _clear(directory, vectors=False)
+        came, gone, old_meta = rows, [], None
+        report.reused = False
+        _fulltext(directory, rows, [], report, notify)
+    meta = CodeMeta(CODE_INDEX_VERSION, len(rows))
+    _vectors(
+        directory, rows, gone, old_meta, meta, report, config, stamp_dir, cache_root, embed, notify
+    )
+    _write_table(directory / CHUNKS_FILE, rows)
+    _write_meta(directory, meta)
+    report.model = meta.model
+    report.files = code_index_files(directory)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+def _previous(reuse: Path | None) -> tuple[CodeMeta, dict[int, str]] | None:
+    """The previous index's meta and its chunks (key -> id), when it can be reused."""
+    if reuse is None or not (reuse / FULLTEXT_DIR).is_dir():
+        return None
+    meta = read_meta(reuse)
+    if meta is None:
+        return None
+    try:
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(reuse / CHUNKS_FILE, columns=["id", "key"])
+    except (OSError, ValueError):
+        return None
+    if table.num_rows != meta.chunks:
+        return None
+    ids = table.column("id").to_pylist()
+    keys = table.column("key").to_pylist()
+    return meta, dict(zip(keys, ids, strict=True))
+
+
+def _clear(directory: Path, *, vectors: bool = True) -> None:
+    shutil.rmtree(directory / FULLTEXT_DIR, ignore_errors=True)
+    if vectors:
+        (directory / VECTORS_FILE).unlink(missing_ok=True)
+
+
+def _fulltext(
+    directory: Path,
+    came: Sequence[_Row],
+    gone: Sequence[str],
+    report: CodeIndexReport,
+    notify: Progress,
+) -> None:
+    from gitmem.index.fulltext import FullText, TextDoc
+
+    docs: list[TextDoc] = [TextDoc(r.id, r.key, searchable(r.chunk)) for r in came]
+    notify("code full text", 0, len(docs))
+    try:
+        index = FullText(directory / FULLTEXT_DIR, create=True)
+    except (ValueError, OSError) as exc:  # a copied index Tantivy cannot open
+        raise IndexDamagedError(f"code full-text index: {exc}") from None
+    try:
+        report.added = index.update(docs, gone)
+    except ValueError as exc:  # Tantivy's errors are ValueErrors
+        raise IndexDamagedError(f"code full-text index: {exc}") from None
+    finally:
+        index.close()
+    report.removed = len(gone)
+    notify("code full text", len(docs), len(docs))
+
+
+def searchable(chunk: Chunk) -> str:
+    """A chunk's text as the full-text index holds it: the text, then its
+    identifiers split into words (``parseHeader``, ``HTTPServer`` ->
+    ``parse header``, ``http server``; the analyzer already splits at ``_``
+    and ``.``), so that a word of a name finds it."""
+    import re
+
+    words: dict[str, None] = {}
+    for name in re.findall(
+        r"[A-Za-z][A-Za-z0-9]*[a-z][A-Z][A-Za-z0-9]*|[A-Z]{2,}[a-z]\w*", chunk.text
+    ):
+        parts = re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+", name)
+        words.setdefault(" ".join(parts).lower(), None)
+    return chunk.text + ("\n" + "\n".join(words) if words else "")
+
+
+def _vectors(
+    directory: Path,
+    rows: Sequence[_Row],
+    gone: Sequence[int],
+    old: CodeMeta | None,
+    meta: CodeMeta,
+    report: CodeIndexReport,
+    config: Config,
+    stamp_dir: Path | None,
+    cache_root: Path | None,
+    embed: bool,
+    notify: Progress,
+) -> None:
+    """Bring ``vectors.usearch`` in step with ``rows``, recording the outcome in ``meta``."""
+    from gitmem.index.vectors import Vectors, rebuild
+
+    path = directory / VECTORS_FILE
+    embedder: Embedder | None = None
+    if embed:
+        try:
+            from gitmem.embed import get_embedder
+
+            embedder = get_embedder(config, stamp_dir=stamp_dir)
+            if embedder is None:
+                meta.embed_error = "disabled (edda.embed.provider=none)"
+        except GitmemError as exc:
+            report.warnings.append(f"embeddings disabled: {exc.message}")
+            meta.embed_error = exc.message
+    else:
+        meta.embed_error = "not embedded (built without embeddings)"
+    if embedder is None:
+        path.unlink(missing_ok=True)
+        meta.unembedded = len(rows)
+        return
+    vectors: Vectors | None = None
+    try:
+        from gitmem.embed.cache import EmbeddingCache
+        from gitmem.index.embedding import cache_directory
+
+        dim = int(embedder.dim)
+        root = cache_root or stamp_dir or directory
+        cache = EmbeddingCache(cache_directory(root, embedder.model_id), embedder.model_id, dim)
+        meta.model, meta.dim = embedder.model_id, dim
+        if old is not None and old.model == embedder.model_id and old.dim == dim and path.is_file():
+            try:
+                vectors = Vectors(path, dim)
+            except IndexDamagedError:
+                vectors = None
+        if vectors is not None:
+            meta.free = old.free if old is not None else 0
+            meta.free += vectors.remove(gone)
+            if meta.free > REBUILD_FREE * max(len(vectors) + meta.free, 1):
+                vectors.close()
+                vectors = None
+        if vectors is None:
+            matrix = _embed(embedder, cache, [r.chunk.text for r in rows], report, notify)
+            vectors = rebuild(path, dim, [r.key for r in rows], matrix)
+            report.vectors += len(rows)
+            meta.free = 0
+        else:
+            present = vectors.contains([r.key for r in rows])
+            missing = [r for r, ok in zip(rows, present, strict=True) if not ok]
+            if missing:
+                matrix = _embed(embedder, cache, [r.chunk.text for r in missing], report, notify)
+                vectors.add([r.key for r in missing], matrix)
+                report.vectors += len(missing)
+            vectors.save()
+        meta.unembedded = 0
+    except GitmemError as exc:
+        report.warnings.append(f"code vectors not updated: {exc.message}")
+        meta.embed_error = exc.message
+        if vectors is None or not path.is_file():
+            path.unlink(missing_ok=True)
+            meta.model = meta.dim = None
+            meta.unembedded = len(rows)
+        else:
+            vectors.save()  # the removals: no vector of a chunk that went
+            present = vectors.contains([r.key for r in rows])
+            meta.unembedded = sum(1 for ok in present if not ok)
+    finally:
+        if vectors is not None:
+            vectors.close()
+
+
+def _embed(
+    embedder: Embedder,
+    cache: EmbeddingCache,
+    texts: list[str],
+    report: CodeIndexReport,
+    notify: Progress,
+) -> NDArray[np.float32]:
+    import numpy as np
+
+    before = len(cache)
+    parts = []
+    for start in range(0, len(texts), EMBED_BATCH):
+        parts.append(cache.embed_cached(embedder, texts[start : start + EMBED_BATCH]))
+        notify("code embeddings", min(start + EMBED_BATCH, len(texts)), len(texts))
+    report.embedded += len(cache) - before
+    if not parts:
+        return np.zeros((0, int(embedder.dim)), dtype=np.float32)
+    return np.concatenate(parts)
+
+
+def _write_table(path: Path, rows: Sequence[_Row]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    columns: dict[str, list[Any]] = {name: [] for name in chunks_schema().names}
+    for r in rows:
+        c = r.chunk
+        columns["id"].append(r.id)
+        columns["key"].append(r.key)
+        columns["path"].append(c.path)
+        columns["start_line"].append(c.start_line)
+        columns["end_line"].append(c.end_line)
+        columns["symbol"].append(c.symbol)
+        columns["kind"].append(c.kind)
+        columns["language"].append(c.language)
+        columns["context"].append("\n".join(c.context))
+        columns["body"].append(c.body)
+    table = pa.Table.from_pydict(columns, schema=chunks_schema())
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    pq.write_table(table, tmp, compression="zstd")
+    os.replace(tmp, path)
+
+
+def _write_meta(directory: Path, meta: CodeMeta) -> None:
+    from gitmem.storage.files import write_atomic
+
+    data = json.dumps(meta.to_json(), sort_keys=True).encode()
+    # Derived data, rebuilt when lost: no fsync (the sidecar's manifest is the commit point).
+    write_atomic(str(directory / META_FILE), data, fsync=False)
+
+
+# -- searching --------------------------------------------------------------------------
+
+
+@dataclass
+class CodeHit:
+    """One chunk found, with how its score came about."""
+
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str
+    kind: str
+    language: str
+    body: str
+    score: float  # the normalised RRF relevance (1.0: first in every engine asked)
+    id: str = ""
+    context: tuple[str, ...] = ()
+    lexical_rank: int | None = None
+    lexical_score: float | None = None  # BM25
+    vector_rank: int | None = None
+    vector_score: float | None = None  # cosine similarity
+
+    @property
+    def lines(self) -> str:
+        """``12-40`` (or ``12`` for one line)."""
+        if self.start_line == self.end_line:
+            return str(self.start_line)
+        return f"{self.start_line}-{self.end_line}"
+
+    @property
+    def location(self) -> str:
+        """``path:12-40``."""
+        return f"{self.path}:{self.lines}"
+
+    @property
+    def headline(self) -> str:
+        """The line that best says what the chunk is: the one naming its
+        symbol (its definition's header), else its first line with a word."""
+        name = self.symbol.rsplit(".", 1)[-1]
+        lines = [line.strip() for line in self.body.split("\n")]
+        if name:
+            for line in lines:
+                if name in line and not line.startswith(("#", "//", "/*", "*", "@", "--")):
+                    return line
+        return next((line for line in lines if any(c.isalnum() for c in line)), "")
+
+    def snippet(self, lines: int = SNIPPET_LINES) -> str:
+        """The chunk's first ``lines`` lines (a last line ``…`` when there are more)."""
+        kept = self.body.split("\n")
+        if len(kept) <= lines:
+            return self.body
+        return "\n".join([*kept[:lines], "…"])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "path": self.path,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "symbol": self.symbol,
+            "kind": self.kind,
+            "language": self.language,
+            "snippet": self.snippet(),
+            "score": round(self.score, 6),
+            "components": {
+                "lexical_rank": self.lexical_rank,
+                "lexical_bm25": None
+                if self.lexical_score is None
+                else round(self.lexical_score, 4),
+                "vector_rank": self.vector_rank,
+                "vector_cosine": None if self.vector_score is None else round(self.vector_score, 4),
+                "relevance": round(self.score, 6),
+            },
+        }
+
+
+@dataclass
+class CodeSearchResult:
+    """The hits for a query and what the engines found."""
+
+    query: str
+    mode: str
+    hits: list[CodeHit]
+    lexical_candidates: int = 0
+    vector_candidates: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "mode": self.mode,
+            "candidates": {"lexical": self.lexical_candidates, "vector": self.vector_candidates},
+            "hits": [{"source": "code", **h.to_json()} for h in self.hits],
+            "warnings": self.warnings,
+        }
+
+
+class CodeIndex:
+    """A built code index, open for searching (see the module docstring).
+
+    Holds the chunks table (memory-mapped) and, once used, the full-text and
+    vector indexes and the query embedder, until :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        meta: CodeMeta,
+        table: pa.Table,
+        config: Config | None = None,
+        stamp_dir: Path | None = None,
+    ) -> None:
+        self.directory = directory
+        self.meta = meta
+        self.table = table
+        self.config: Config = config or {}
+        self.stamp_dir = stamp_dir
+        self._fulltext: FullText | None = None
+        self._vectors: Vectors | None = None
+        self._embedder: Embedder | None = None
+        self._embedder_loaded = False
+        self._rows: dict[int, int] | None = None
+
+    @classmethod
+    def open(
+        cls, directory: Path, *, config: Config | None = None, stamp_dir: Path | None = None
+    ) -> CodeIndex:
+        """The code index in ``directory`` (NotFoundError when none was built
+        there, IndexDamagedError when its files do not agree). ``config``
+        chooses the query embedder, which must be the model the index was
+        built by, and ``stamp_dir`` is where it may keep its small caches."""
+        import pyarrow.parquet as pq
+
+        meta = read_meta(directory)
+        if meta is None:
+            raise NotFoundError(
+                f"no code index in {directory}", "build one with 'git edda code index'"
+            )
+        try:
+            table = pq.read_table(directory / CHUNKS_FILE, memory_map=True)
+        except (OSError, ValueError) as exc:
+            raise IndexDamagedError(f"{CHUNKS_FILE}: {exc}") from None
+        if table.num_rows != meta.chunks or table.schema != chunks_schema():
+            raise IndexDamagedError(f"{CHUNKS_FILE} does not match {META_FILE}")
+        return cls(directory, meta, table, config, stamp_dir)
+
+    def close(self) -> None:
+        """Release the files and the embedder (idempotent)."""
+        if self._fulltext is not None:
+            self._fulltext.close()
+        if self._vectors is not None:
+            self._vectors.close()
+        self._fulltext = self._vectors = self._embedder = None
+        self._rows = None
+
+    def __enter__(self) -> CodeIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        return int(self.table.num_rows)
+
+    @property
+    def fulltext(self) -> FullText:
+        if self._fulltext is None:
+            from gitmem.index.fulltext import FullText
+
+            self._fulltext = FullText(self.directory / FULLTEXT_DIR)
+        return self._fulltext
+
+    @property
+    def vectors(self) -> Vectors | None:
+        """The vector index, or None when the index has none."""
+        if self._vectors is None and self.meta.model and self.meta.dim:
+            from gitmem.index.vectors import Vectors
+
+            path = self.directory / VECTORS_FILE
+            if path.is_file():
+                self._vectors = Vectors(path, self.meta.dim, view=True)
+        return self._vectors
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The configured query embedder, loaded once (None: vectors disabled)."""
+        if not self._embedder_loaded:
+            from gitmem.embed import get_embedder
+
+            self._embedder = get_embedder(self.config, stamp_dir=self.stamp_dir)
+            self._embedder_loaded = True
+        return self._embedder
+
+    def rows_for_keys(self, keys: Sequence[int]) -> list[int | None]:
+        """The table rows of chunk keys (None for a key the table does not hold)."""
+        if self._rows is None:
+            column = self.table.column("key").to_pylist()
+            self._rows = {int(k): row for row, k in enumerate(column)}
+        return [self._rows.get(int(k)) for k in keys]
+
+    def search(
+        self,
+        query: str,
+        limit: int = 10,
+        mode: Mode = "hybrid",
+        *,
+        paths: Sequence[str] = (),
+        advanced: bool = False,
+        embedder: Embedder | None = None,
+    ) -> list[CodeHit]:
+        """The best ``limit`` chunks for ``query`` (see :meth:`query`)."""
+        return self.query(
+            query, limit, mode, paths=paths, advanced=advanced, embedder=embedder
+        ).hits
+
+    def query(
+        self,
+        query: str,
+        limit: int = 10,
+        mode: Mode = "hybrid",
+        *,
+        paths: Sequence[str] = (),
+        advanced: bool = False,
+        embedder: Embedder | None = None,
+        candidates: int | None = None,
+    ) -> CodeSearchResult:
+        """Search the chunks: ``mode`` hybrid (full text and meaning), lexical
+        or vector; ``paths`` keeps chunks of those files (exact, directory
+        prefix or glob, as ``--path`` does), applied before the candidate
+        limits; ``embedder`` overrides the configured query embedder."""
+        if mode not in MODES:
+            raise UsageError(f"search mode {mode!r} is not one of {', '.join(MODES)}")
+        if not 1 <= limit <= MAX_LIMIT:
+            raise UsageError(f"the result limit must be between 1 and {MAX_LIMIT:,}, not {limit:,}")
+        result = CodeSearchResult(query, mode, [])
+        if not query.strip() or len(self) == 0:
+            return result
+        allowed = self._allowed(paths)
+        if allowed is not None and not allowed:
+            return result
+        pool = candidates or max(limit * 5, 50)
+        lexical: list[tuple[int, float]] = []
+        vector: list[tuple[int, float]] = []
+        if mode in ("hybrid", "lexical"):
+            lexical = self._lexical(query, pool, allowed, advanced)
+        if mode in ("hybrid", "vector"):
+            vector = self._vector(query, pool, allowed, result, embedder)
+        result.lexical_candidates, result.vector_candidates = len(lexical), len(vector)
+        result.hits = self._fuse(lexical, vector, limit, 2 if mode == "hybrid" else 1)
+        return result
+
+    def _allowed(self, paths: Sequence[str]) -> set[int] | None:
+        """The rows of chunks in ``paths`` (None: every row)."""
+        if not paths:
+            return None
+        from gitmem.memory.query import path_matches
+
+        column = self.table.column("path").to_pylist()
+        return {
+            row
+            for row, path in enumerate(column)
+            if any(path_matches(path, pattern) for pattern in paths)
+        }
+
+    def _lexical(
+        self, query: str, pool: int, allowed: set[int] | None, advanced: bool
+    ) -> list[tuple[int, float]]:
+        want = pool if allowed is None else pool * 4
+        while True:
+            found = self.fulltext.search_keys(query, want, advanced=advanced)
+            rows = self.rows_for_keys([key for key, _score in found])
+            kept = [
+                (row, score)
+                for row, (_key, score) in zip(rows, found, strict=True)
+                if row is not None and (allowed is None or row in allowed)
+            ]
+            if len(kept) >= pool or len(found) < want:
+                return kept[:pool]
+            want *= 4
+
+    def _vector(
+        self,
+        query: str,
+        pool: int,
+        allowed: set[int] | None,
+        result: CodeSearchResult,
+        embedder: Embedder | None,
+    ) -> list[tuple[int, float]]:
+        vectors = self.vectors
+        if vectors is None:
+            why = self.meta.embed_error or "embeddings disabled or not built"
+            result.warnings.append(f"no code vector index ({why}): lexical results only")
+            return []
+        if embedder is None or embedder.model_id != self.meta.model:
+            embedder = self.embedder
+        if embedder is None or embedder.model_id != self.meta.model:
+            result.warnings.append(
+                "the code index was built by another embedding model: "
+                "run 'git edda code index' to re-embed; lexical results only"
+            )
+            return []
+        if self.meta.unembedded:
+            result.warnings.append(f"{self.meta.unembedded} code chunks have no vector yet")
+        try:
+            q = embedder.embed([query])[0]
+        except (GitmemError, OSError) as exc:
+            detail = exc.message if isinstance(exc, GitmemError) else str(exc)
+            result.warnings.append(
+                f"the embedding provider could not embed the query ({detail}): lexical results only"
+            )
+            return []
+        keys = None
+        if allowed is not None:
+            column = self.table.column("key").to_pylist()
+            keys = [int(column[row]) for row in sorted(allowed)]
+        found = vectors.search(q, pool, keys)
+        rows = self.rows_for_keys([k for k, _s in found])
+        return [
+            (row, score)
+            for row, (_k, score) in zip(rows, found, strict=True)
+            if row is not None and score >= fusion.MIN_COSINE
+        ]
+
+    def _fuse(
+        self,
+        lexical: Sequence[tuple[int, float]],
+        vector: Sequence[tuple[int, float]],
+        limit: int,
+        engines: int,
+    ) -> list[CodeHit]:
+        parts = fusion.ranks((("lexical", lexical), ("vector", vector)))
+        if not parts:
+            return []
+        paths = self.table.column("path")
+        starts = self.table.column("start_line")
+        scored = []
+        for row, found in parts.items():
+            relevance = fusion.relevance(found, engines)
+            where = (paths[row].as_py(), starts[row].as_py())
+            scored.append((-round(relevance, 9), where, row, relevance))
+        scored.sort()
+        hits = []
+        for _neg, _where, row, relevance in scored[:limit]:
+            found = parts[row]
+            hit = self._hit(row, relevance)
+            if "lexical" in found:
+                hit.lexical_rank, hit.lexical_score = found["lexical"]
+            if "vector" in found:
+                hit.vector_rank, hit.vector_score = found["vector"]
+            hits.append(hit)
+        return hits
+
+    def _hit(self, row: int, score: float) -> CodeHit:
+        r = self.table.slice(row, 1).to_pylist()[0]
+        context = tuple(r["context"].split("\n")) if r["context"] else ()
+        return CodeHit(
+            r["path"],
+            r["start_line"],
+            r["end_line"],
+            r["symbol"],
+            r["kind"],
+            r["language"],
+            r["body"],
+            score,
+            id=r["id"],
+            context=context,
+        )
