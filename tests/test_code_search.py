@@ -730,3 +730,34 @@ def test_a_damaged_previous_index_is_rebuilt_not_reused(built: Path, tmp_path: P
     assert not report.reused and report.added == report.chunks == len(project_chunks())
     with CodeIndex.open(tmp_path / "new") as index:
         assert found(index, "pelican")[0] == "src/geometry.py:distance"
+
+
+def test_code_index_then_search_code_end_to_end(tmp_path: Path) -> None:
+    """Through the graph build, not a directory override: `code index` writes
+    the code search index into the graph's generation, `search --code` finds
+    it, and a change to one file is searchable after the next build."""
+    from tests.conftest import git, init_repo
+
+    repo = init_repo(tmp_path / "repo")
+    (repo / "backoff.py").write_text(
+        "def retry_with_backoff(call, attempts=5):\n"
+        "    '''Call again after a growing pause.'''\n"
+        "    for attempt in range(attempts):\n"
+        "        pass\n"
+    )
+    (repo / "README.md").write_text("# Upload\n\nUploads retry with exponential backoff.\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "code")
+    code, out, err = cli(repo, "code", "index")
+    assert code == 0, err
+    code, out, err = cli(repo, "search", "--code", "growing pause", "--json")
+    assert code == 0, err
+    hits = json.loads(out)["hits"]
+    assert hits and hits[0]["path"] == "backoff.py"
+    (repo / "backoff.py").write_text("def jittered_sleep():\n    '''Sleep a random while.'''\n")
+    git(repo, "commit", "-q", "-am", "change")
+    code, out, err = cli(repo, "search", "--code", "random while", "--json")
+    assert code == 0, err  # the graph (and its code index) is brought up to date first
+    assert [h["path"] for h in json.loads(out)["hits"]][:1] == ["backoff.py"]
+    code, out, err = cli(repo, "search", "--code", "growing pause", "--json")
+    assert not any("growing pause" in json.dumps(h) for h in json.loads(out)["hits"])

@@ -107,6 +107,10 @@ def open_code_index(
     from gitmem.index.manifest import index_root
     from gitmem.retrieval.codesearch import code_index_dir
 
+    if code_index is None:
+        # Brought up to date first when one was built and the code moved
+        # (HEAD, or the uncommitted changes a --worktree graph follows).
+        code_graph(location.cwd)
     directory = code_index if code_index is not None else code_index_dir(location)
     if directory is None:
         return None
