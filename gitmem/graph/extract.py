@@ -1,0 +1,652 @@
+"""A blob's bytes -> its :class:`~gitmem.graph.facts.FileFacts`.
+
+:func:`extract` never raises: a file it cannot parse still gets facts with
+its language, its line count and ``error`` set (and nothing else). A file
+with syntax errors is parsed anyway: tree-sitter recovers, and what it
+recognises is kept (``error`` stays empty).
+
+What is extracted, for every language (the queries are in
+:mod:`gitmem.graph.languages`):
+
+* **definitions** with their spans. A definition's span starts at its first
+  decorator or wrapper (``@decorator``, ``export``, ``template<…>``) and ends
+  at its last token that is not a comment (tree-sitter attaches a trailing
+  comment to the block before it; Python's ``ast`` does not, and neither do
+  we). A ``function`` directly in a class, interface or impl is a
+  ``method``; a Go method (receiver) and a C++ ``A::f`` defined outside its
+  class are methods of the named type. Qualified names join the enclosing
+  definitions with ``.``;
+* **calls**: every call whose callee is a name or ``receiver.name``
+  (``new Name(…)`` too), at the line where the call expression starts (as
+  ``ast`` counts it); the receiver is written as in the source (whitespace
+  removed, at most 60 characters), ``super(…)`` as ``super``;
+* **references**, kept bounded: a name in a type position (annotation,
+  parameter, field or variable type, generic argument, decorator) is always
+  a reference; a name used as a value (an argument, the right side of an
+  assignment, a return value) only when it is capitalised (its last dotted
+  part starts with an upper-case letter after any ``_``), which keeps
+  classes, enums and constants and leaves out local variables. One
+  reference per (name, scope), at its first line;
+* **inherits**: bases as written, generic arguments removed
+  (``Iterator<T>`` -> ``Iterator``); an interface's bases are ``extends``;
+* **docs**: a Python docstring, elsewhere the comments just above the
+  definition (or its wrapper), comment markers removed, at most 500
+  characters; **signatures**: the header up to the body, whitespace
+  collapsed, at most 200 characters.
+
+Markdown is split into heading sections (ATX ``#`` and setext underlines,
+not inside fenced code), each a ``section`` definition whose qualified name
+is its heading path joined with ``" > "``; ``inline code`` and CamelCase or
+snake_case words in a section are :class:`~gitmem.graph.facts.Mention` facts.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from typing import TYPE_CHECKING, cast
+
+from gitmem.graph.facts import (
+    Call,
+    Definition,
+    FileFacts,
+    Import,
+    Inherit,
+    Mention,
+    NodeKind,
+    Reference,
+)
+from gitmem.graph.languages import compiled, language_for, parser
+
+if TYPE_CHECKING:
+    import tree_sitter
+
+    from gitmem.graph.languages import Compiled
+
+SIGNATURE_MAX = 200
+DOC_MAX = 500
+RECEIVER_MAX = 60
+
+# Node types that hold a definition's body: the signature stops at the first.
+_BODIES = frozenset(
+    {
+        "block",
+        "body",
+        "class_body",
+        "compound_statement",
+        "declaration_list",
+        "enum_body",
+        "enum_member_declaration_list",
+        "enum_variant_list",
+        "field_declaration_list",
+        "function_body",
+        "interface_body",
+        "object_type",
+        "protocol_body",
+        "statement_block",
+        "enum_class_body",
+        "class_declaration_body",
+        "annotation_type_body",
+        "record_body",
+        "constructor_body",
+        "body_statement",
+        "do_block",
+    }
+)
+
+
+def _count_lines(data: bytes) -> int:
+    if not data:
+        return 0
+    return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+
+
+def extract(path: str, data: bytes) -> FileFacts:
+    """The facts of the file at ``path`` whose content is ``data``; never raises."""
+    lines = _count_lines(data)
+    try:
+        name = language_for(path, data[:256])
+    except Exception:  # noqa: BLE001 - a path we cannot classify is a plain file
+        name = None
+    if name is None:
+        return FileFacts(language="text", lines=lines)
+    try:
+        if name == "markdown":
+            return _markdown(data, lines)
+        return _extract(name, data, lines)
+    except Exception as exc:  # noqa: BLE001 - never raises: the file stays a file node
+        return FileFacts(language=name, lines=lines, error=f"{type(exc).__name__}: {exc}"[:200])
+
+
+class _Def:
+    """A definition being built (mutable; becomes a :class:`Definition`)."""
+
+    __slots__ = (
+        "start",
+        "end",
+        "span_start",
+        "node",
+        "name",
+        "kind",
+        "prefix",
+        "forced_method",
+        "parent",
+        "qualname",
+    )
+
+    def __init__(
+        self,
+        node: tree_sitter.Node,
+        span_start: int,
+        name: str,
+        kind: str,
+        prefix: str,
+        forced_method: bool,
+    ) -> None:
+        self.start = node.start_byte
+        self.end = node.end_byte
+        self.span_start = span_start
+        self.node = node
+        self.name = name
+        self.kind = kind
+        self.prefix = prefix
+        self.forced_method = forced_method
+        self.parent: _Def | None = None
+        self.qualname = ""
+
+
+_GENERIC = re.compile(r"[<\[(].*", re.S)
+_SPACE = re.compile(r"\s+")
+
+
+def _clean_type(text: str) -> str:
+    """``*pkg.Foo[T]`` -> ``pkg.Foo``; ``&'a mut Foo<T>`` -> ``Foo``."""
+    text = _GENERIC.sub("", text)
+    text = _SPACE.sub("", text).lstrip("*&")
+    if text.startswith("'"):  # a Rust lifetime before the type
+        text = text.split("mut", 1)[-1] if "mut" in text else text
+    return text.removeprefix("mut").strip()
+
+
+def _split_qualified(text: str) -> tuple[str, str]:
+    """``A::B::f`` -> (``A.B``, ``f``); ``f`` -> ("", ``f``)."""
+    text = _GENERIC.sub("", text) if "<" in text else text
+    for sep in ("::", "\\"):
+        if sep in text:
+            text = text.replace(sep, ".")
+    text = text.strip(".")
+    if "." in text:
+        prefix, _, last = text.rpartition(".")
+        return prefix, last
+    return "", text
+
+
+def _last_token_end(node: tree_sitter.Node, comments: frozenset[str]) -> tuple[int, int]:
+    """The end point of ``node``'s last token that is not a comment."""
+    current = node
+    while current.child_count:
+        child: tree_sitter.Node | None = current.child(current.child_count - 1)
+        while child is not None and (child.type in comments or child.end_byte == child.start_byte):
+            child = child.prev_sibling
+        if child is None:
+            break
+        current = child
+    point = current.end_point
+    return point[0], point[1]
+
+
+def _collapse(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = text[: limit - 1].rstrip() + "…"
+    return text
+
+
+def _signature(node: tree_sitter.Node, data: bytes) -> str:
+    body = node.child_by_field_name("body")
+    if body is None:
+        for child in node.children:
+            if child.type in _BODIES:
+                body = child
+                break
+    start = node.start_byte
+    end = body.start_byte if body is not None and body.start_byte > start else node.end_byte
+    end = min(end, start + 4 * SIGNATURE_MAX)
+    text = data[start:end].decode("utf-8", "replace")
+    text = " ".join(text.split()).rstrip(" {:=")
+    return _collapse(text, SIGNATURE_MAX)
+
+
+_COMMENT_MARK = re.compile(r"^\s*(?:/\*\*?|\*/|\*(?!\*)|///?!?|//!|#+!?|--|;+)\s?", re.M)
+
+
+def _clean_comment(text: str) -> str:
+    text = text.strip()
+    if text.endswith("*/"):
+        text = text[:-2]
+    lines = [_COMMENT_MARK.sub("", line, count=1).rstrip() for line in text.splitlines()]
+    return "\n".join(line for line in lines).strip()
+
+
+def _leading_comment(node: tree_sitter.Node, spec_comments: frozenset[str], skip: frozenset[str]) -> str:
+    parts: list[str] = []
+    line = node.start_point[0]
+    sibling = node.prev_sibling
+    while sibling is not None:
+        if sibling.type in skip:
+            line = sibling.start_point[0]
+            sibling = sibling.prev_sibling
+            continue
+        if sibling.type not in spec_comments or sibling.end_point[0] < line - 1:
+            break
+        raw = sibling.text
+        parts.append(raw.decode("utf-8", "replace") if raw else "")
+        line = sibling.start_point[0]
+        sibling = sibling.prev_sibling
+        if sum(len(p) for p in parts) > 4 * DOC_MAX:
+            break
+    if not parts:
+        return ""
+    text = "\n".join(_clean_comment(p) for p in reversed(parts))
+    return _collapse_doc(text)
+
+
+def _collapse_doc(text: str) -> str:
+    text = text.strip()
+    if len(text) > DOC_MAX:
+        text = text[: DOC_MAX - 1].rstrip() + "…"
+    return text
+
+
+def _python_docstring(node: tree_sitter.Node) -> str:
+    body = node.child_by_field_name("body")
+    if body is None:
+        return ""
+    for statement in body.named_children:
+        if statement.type == "comment":
+            continue
+        if statement.type != "expression_statement" or statement.named_child_count != 1:
+            return ""
+        string = statement.named_children[0]
+        if string.type != "string":
+            return ""
+        parts = [
+            c.text.decode("utf-8", "replace")
+            for c in string.named_children
+            if c.type in ("string_content", "escape_sequence") and c.text
+        ]
+        text = "".join(parts)
+        lines = text.expandtabs().splitlines()
+        if len(lines) > 1:
+            indent = min(
+                (len(line) - len(line.lstrip()) for line in lines[1:] if line.strip()), default=0
+            )
+            lines = [lines[0].strip()] + [line[indent:].rstrip() for line in lines[1:]]
+        return _collapse_doc("\n".join(lines))
+    return ""
+
+
+def _receiver_text(node: tree_sitter.Node, data: bytes) -> str:
+    if node.type == "call":
+        callee = node.child_by_field_name("function")
+        if callee is not None and callee.type == "identifier" and callee.text == b"super":
+            return "super"
+    start, end = node.start_byte, node.end_byte
+    raw = data[start : min(end, start + 4 * RECEIVER_MAX)].decode("utf-8", "replace")
+    text = "".join(raw.split())
+    if text.startswith("super(") and text.endswith(")"):
+        return "super"
+    if len(text) > RECEIVER_MAX or end - start > 4 * RECEIVER_MAX:
+        text = text[: RECEIVER_MAX - 1] + "…"
+    return text
+
+
+def _is_capitalised(name: str) -> bool:
+    last = name.rsplit(".", 1)[-1].lstrip("_")
+    return bool(last) and last[0].isupper()
+
+
+def _extract(name: str, data: bytes, lines: int) -> FileFacts:
+    import tree_sitter
+
+    c: Compiled = compiled(name)
+    spec = c.spec
+    tree = parser(name).parse(data)
+    root = tree.root_node
+    matches = tree_sitter.QueryCursor(c.query).matches(root)
+
+    concern_of = c.concern
+    kind_of = c.kind
+    def_matches: list[tuple[int, dict[str, list[tree_sitter.Node]]]] = []
+    call_matches: list[dict[str, list[tree_sitter.Node]]] = []
+    import_nodes: list[tree_sitter.Node] = []
+    type_refs: list[tree_sitter.Node] = []
+    value_refs: list[tree_sitter.Node] = []
+    bases: list[tuple[tree_sitter.Node, str]] = []
+    for index, caps in matches:
+        concern = concern_of[index]
+        if concern == "calls":
+            call_matches.append(caps)
+        elif concern == "definitions":
+            def_matches.append((index, caps))
+        elif concern == "references":
+            refs = caps.get("ref.type")
+            if refs:
+                type_refs.extend(refs)
+            refs = caps.get("ref.value")
+            if refs:
+                value_refs.extend(refs)
+        elif concern == "imports":
+            import_nodes.extend(caps["import"])
+        else:
+            bases.extend((b, kind_of[index]) for b in caps["base"])
+
+    # Definitions.
+    defs: list[_Def] = []
+    seen: set[tuple[int, int, str]] = set()
+    wrappers = spec.wrappers
+    refine = spec.kind_of
+    constant_name = spec.constant_name
+    for index, caps in def_matches:
+        node = caps["def"][0]
+        kind = kind_of[index]
+        key = (node.start_byte, node.end_byte, kind)
+        if key in seen:
+            continue
+        seen.add(key)
+        name_nodes = caps.get("name")
+        if not name_nodes:
+            continue
+        raw_name = _text(name_nodes[0])
+        if kind == "impl":
+            prefix, def_name = "", _clean_type(raw_name)
+        else:
+            prefix, def_name = _split_qualified(raw_name)
+        if not def_name:
+            continue
+        if kind == "constant" and constant_name is not None and not constant_name.match(def_name):
+            continue
+        receiver = caps.get("receiver")
+        forced = False
+        if receiver:
+            prefix = _clean_type(_text(receiver[0]))
+            forced = bool(prefix)
+        elif prefix and kind == "function":
+            forced = True
+        if refine is not None:
+            kind = refine(node, kind)
+        span = node
+        parent = node.parent
+        while parent is not None and parent.type in wrappers:
+            span = parent
+            parent = parent.parent
+        defs.append(_Def(node, span.start_byte, def_name, kind, prefix, forced))
+
+    defs.sort(key=lambda d: (d.start, -d.end))
+    stack: list[_Def] = []
+    method_parents = spec.method_parents
+    for d in defs:
+        while stack and stack[-1].end <= d.start:
+            stack.pop()
+        while stack and stack[-1].end < d.end:  # overlapping, not nested: not a parent
+            stack.pop()
+        parent_def = stack[-1] if stack else None
+        d.parent = parent_def
+        base = parent_def.qualname if parent_def is not None else ""
+        if d.prefix:
+            base = f"{base}.{d.prefix}" if base else d.prefix
+        d.qualname = f"{base}.{d.name}" if base else d.name
+        d.prefix = base  # from here on: the parent's qualname
+        if d.kind == "function" and (
+            d.forced_method or (parent_def is not None and parent_def.kind in method_parents)
+        ):
+            d.kind = "method"
+        stack.append(d)
+
+    comments = spec.comments
+    definitions: list[Definition] = []
+    seen_constants: set[str] = set()
+    for d in defs:
+        if d.kind == "impl":
+            continue
+        if d.kind == "constant":
+            if d.qualname in seen_constants:
+                continue  # reassigned: the first assignment defines it
+            seen_constants.add(d.qualname)
+        node = d.node
+        span_node = node
+        while span_node.parent is not None and span_node.parent.type in wrappers:
+            span_node = span_node.parent
+        end_row, _ = _last_token_end(node, comments)
+        if spec.docstring == "python":
+            doc = _python_docstring(node) if d.kind != "constant" else ""
+        else:
+            doc = _leading_comment(span_node, comments, spec.doc_skip)
+        definitions.append(
+            Definition(
+                name=d.name,
+                qualname=d.qualname,
+                kind=cast(NodeKind, d.kind),
+                start_line=span_node.start_point[0] + 1,
+                end_line=end_row + 1,
+                start_byte=d.span_start,
+                end_byte=node.end_byte,
+                signature=_signature(node, data),
+                doc=doc,
+                parent=d.prefix,
+            )
+        )
+
+    # Scopes: the innermost definition (or impl) whose node holds a position.
+    starts = [d.start for d in defs]
+
+    def scope_of(pos: int) -> _Def | None:
+        i = bisect_right(starts, pos) - 1
+        found = defs[i] if i >= 0 else None
+        while found is not None and not (found.start <= pos < found.end):
+            found = found.parent
+        return found
+
+    def scope_name(pos: int) -> str:
+        found = scope_of(pos)
+        return found.qualname if found is not None else ""
+
+    calls: list[Call] = []
+    seen_calls: set[int] = set()
+    for caps in call_matches:
+        name_node = caps["name"][0]
+        if name_node.start_byte in seen_calls:
+            continue
+        seen_calls.add(name_node.start_byte)
+        call_node = caps["call"][0]
+        receiver_nodes = caps.get("receiver")
+        receiver = _receiver_text(receiver_nodes[0], data) if receiver_nodes else ""
+        call_name = _text(name_node)
+        if not call_name:
+            continue
+        calls.append(
+            Call(
+                name=call_name,
+                receiver=receiver,
+                line=call_node.start_point[0] + 1,
+                scope=scope_name(call_node.start_byte),
+            )
+        )
+    calls.sort(key=lambda x: x.line)
+
+    references: list[Reference] = []
+    seen_refs: set[tuple[str, str]] = set()
+    base_starts = {b.start_byte for b, _ in bases}  # a base is an Inherit, not a reference
+    for ref_nodes, check in ((type_refs, False), (value_refs, True)):
+        for node in ref_nodes:
+            if node.start_byte in base_starts:
+                continue
+            ref_name = "".join(_text(node).split())
+            if not ref_name or (check and not _is_capitalised(ref_name)):
+                continue
+            scope = scope_name(node.start_byte)
+            if (ref_name, scope) in seen_refs:
+                continue
+            seen_refs.add((ref_name, scope))
+            references.append(Reference(name=ref_name, line=node.start_point[0] + 1, scope=scope))
+    references.sort(key=lambda r: r.line)
+
+    imports: list[Import] = []
+    imports_of = spec.imports_of
+    if imports_of is not None:
+        for node in import_nodes:
+            scope = scope_name(node.start_byte)
+            for imp in imports_of(node):
+                if imp.module or imp.names:
+                    if scope:
+                        imp = Import(imp.module, imp.names, imp.alias, imp.line, scope)
+                    imports.append(imp)
+    imports.sort(key=lambda i: i.line)
+
+    inherits: list[Inherit] = []
+    position: dict[str, int] = {}
+    for node, kind in bases:
+        owner = scope_of(node.start_byte)
+        while owner is not None and owner.kind not in ("class", "interface", "impl"):
+            owner = owner.parent
+        if owner is None:
+            continue
+        base_name = _clean_type(_text(node))
+        if not base_name:
+            continue
+        count = position.get(owner.qualname, 0)
+        position[owner.qualname] = count + 1
+        if kind == "base":
+            kind = spec.base_kind(owner.node, owner.kind, count) if spec.base_kind else "extends"
+        if owner.kind == "interface":
+            kind = "extends"
+        inherits.append(
+            Inherit(
+                child=owner.qualname,
+                base=base_name,
+                kind="implements" if kind == "implements" else "extends",
+                line=node.start_point[0] + 1,
+            )
+        )
+
+    return FileFacts(
+        language=name,
+        lines=lines,
+        definitions=definitions,
+        imports=imports,
+        calls=calls,
+        references=references,
+        inherits=inherits,
+    )
+
+
+def _text(node: tree_sitter.Node) -> str:
+    raw = node.text
+    return raw.decode("utf-8", "replace") if raw else ""
+
+
+# -- Markdown --------------------------------------------------------------------
+
+_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*\Z")
+_SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*\Z")
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_INLINE_CODE = re.compile(r"(`+)([^`\n]+?)\1")
+_CODE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?")
+_WORD = re.compile(
+    r"(?<![\w.`/-])(?:[A-Za-z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[A-Z]{2,}[a-z][A-Za-z0-9]*|"
+    r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+|_[A-Za-z0-9_]+)(?![\w`/-])"
+)
+SECTION_SEPARATOR = " > "
+
+
+def _markdown(data: bytes, lines: int) -> FileFacts:
+    text = data.decode("utf-8", "replace")
+    rows = text.splitlines()
+    # (line index, level, title) of each heading.
+    headings: list[tuple[int, int, str]] = []
+    fence = ""
+    previous_text = False  # the line before is a paragraph line (a setext candidate)
+    for i, row in enumerate(rows):
+        if fence:
+            stripped = row.strip()
+            if stripped.startswith(fence) and set(stripped) <= {fence[0]}:
+                fence = ""
+            continue
+        m = _FENCE.match(row)
+        if m:
+            fence = m.group(1)
+            previous_text = False
+            continue
+        m = _ATX.match(row)
+        if m:
+            headings.append((i, len(m.group(1)), (m.group(2) or "").strip()))
+            previous_text = False
+            continue
+        if previous_text and _SETEXT.match(row):
+            headings.append((i - 1, 1 if row.strip()[0] == "=" else 2, rows[i - 1].strip()))
+            previous_text = False
+            continue
+        previous_text = bool(row.strip()) and not row.startswith(("    ", "\t"))
+    definitions: list[Definition] = []
+    mentions: list[Mention] = []
+    path: list[tuple[int, str]] = []  # (level, qualname) of the open headings
+    offsets = [0]
+    for row in rows:
+        offsets.append(offsets[-1] + len(row.encode("utf-8")) + 1)
+    seen: dict[str, int] = {}
+    for n, (i, level, title) in enumerate(headings):
+        # The section runs to the line before the next heading of this level or higher.
+        end = len(rows)
+        for j, later_level, _ in headings[n + 1 :]:
+            if later_level <= level:
+                end = j
+                break
+        while path and path[-1][0] >= level:
+            path.pop()
+        parent = path[-1][1] if path else ""
+        qualname = f"{parent}{SECTION_SEPARATOR}{title}" if parent else title
+        if qualname in seen:  # the same heading path twice: number the repeats
+            seen[qualname] += 1
+            qualname = f"{qualname} ({seen[qualname]})"
+        else:
+            seen[qualname] = 1
+        path.append((level, qualname))
+        last = end
+        while last > i + 1 and not rows[last - 1].strip():
+            last -= 1
+        definitions.append(
+            Definition(
+                name=title,
+                qualname=qualname,
+                kind="section",
+                start_line=i + 1,
+                end_line=max(last, i + 1),
+                start_byte=min(offsets[i], len(data)),
+                end_byte=min(offsets[end], len(data)),
+                signature=_collapse(rows[i], SIGNATURE_MAX),
+                doc="",
+                parent=parent,
+            )
+        )
+        # Mentions: in the section's own text (up to its first subsection).
+        own_end = headings[n + 1][0] if n + 1 < len(headings) else len(rows)
+        names: set[str] = set()
+        for k in range(i, own_end):
+            row = rows[k]
+            for m in _INLINE_CODE.finditer(row):
+                code = m.group(2).strip()
+                if _CODE_NAME.fullmatch(code):
+                    code = code.removesuffix("()")
+                    if code not in names:
+                        names.add(code)
+                        mentions.append(Mention(name=code, section=qualname, line=k + 1))
+            plain = _INLINE_CODE.sub(" ", row)
+            for m in _WORD.finditer(plain):
+                word = m.group(0)
+                if word not in names:
+                    names.add(word)
+                    mentions.append(Mention(name=word, section=qualname, line=k + 1))
+    return FileFacts(language="markdown", lines=lines, definitions=definitions, mentions=mentions)
+
+
+__all__ = ["SECTION_SEPARATOR", "extract"]
