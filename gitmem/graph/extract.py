@@ -118,41 +118,51 @@ def extract(path: str, data: bytes) -> FileFacts:
         return FileFacts(language=name, lines=lines, error=f"{type(exc).__name__}: {exc}"[:200])
 
 
+_CONTAINERS = frozenset({"class", "interface", "impl", "module", "function", "method", "section"})
+"""Kinds that hold other definitions (a type alias or a constant does not:
+a C ``typedef struct s {…} t`` defines ``s`` at file level)."""
+
+
 class _Def:
     """A definition being built (mutable; becomes a :class:`Definition`)."""
 
     __slots__ = (
         "start",
         "end",
-        "span_start",
+        "span",
         "node",
         "name",
         "kind",
         "prefix",
         "forced_method",
+        "declaration",
         "parent",
         "qualname",
+        "name_start",
     )
 
     def __init__(
         self,
         node: tree_sitter.Node,
-        span_start: int,
+        span: tree_sitter.Node,
         name: str,
         kind: str,
         prefix: str,
         forced_method: bool,
+        declaration: bool,
     ) -> None:
         self.start = node.start_byte
         self.end = node.end_byte
-        self.span_start = span_start
+        self.span = span  # the node whose start begins the definition (a decorator, an export)
         self.node = node
         self.name = name
         self.kind = kind
         self.prefix = prefix
         self.forced_method = forced_method
+        self.declaration = declaration
         self.parent: _Def | None = None
         self.qualname = ""
+        self.name_start = -1
 
 
 _GENERIC = re.compile(r"[<\[(].*", re.S)
@@ -162,7 +172,7 @@ _SPACE = re.compile(r"\s+")
 def _clean_type(text: str) -> str:
     """``*pkg.Foo[T]`` -> ``pkg.Foo``; ``&'a mut Foo<T>`` -> ``Foo``."""
     text = _GENERIC.sub("", text)
-    text = _SPACE.sub("", text).lstrip("*&")
+    text = _SPACE.sub("", text).lstrip("*&\\:")
     if text.startswith("'"):  # a Rust lifetime before the type
         text = text.split("mut", 1)[-1] if "mut" in text else text
     return text.removeprefix("mut").strip()
@@ -181,18 +191,19 @@ def _split_qualified(text: str) -> tuple[str, str]:
     return "", text
 
 
-def _last_token_end(node: tree_sitter.Node, comments: frozenset[str]) -> tuple[int, int]:
-    """The end point of ``node``'s last token that is not a comment."""
+def _last_token_row(node: tree_sitter.Node, comments: frozenset[str]) -> int:
+    """The row of ``node``'s last token that is not a comment (nor a line end)."""
     current = node
     while current.child_count:
         child: tree_sitter.Node | None = current.child(current.child_count - 1)
-        while child is not None and (child.type in comments or child.end_byte == child.start_byte):
+        while child is not None and (
+            child.type in comments or child.start_byte == child.end_byte or child.type == "\n"
+        ):
             child = child.prev_sibling
         if child is None:
             break
         current = child
-    point = current.end_point
-    return point[0], point[1]
+    return current.end_point[0]
 
 
 def _collapse(text: str, limit: int) -> str:
@@ -202,13 +213,30 @@ def _collapse(text: str, limit: int) -> str:
     return text
 
 
-def _signature(node: tree_sitter.Node, data: bytes) -> str:
+def _body_of(node: tree_sitter.Node) -> tree_sitter.Node | None:
+    """The node holding ``node``'s body: its ``body`` field, a child of a body
+    type, or one of those one level down (a Go ``type T struct {…}``, a
+    JavaScript ``const f = () => {…}``)."""
     body = node.child_by_field_name("body")
-    if body is None:
-        for child in node.children:
-            if child.type in _BODIES:
-                body = child
-                break
+    if body is not None:
+        return body
+    children = node.children
+    for child in children:
+        if child.type in _BODIES:
+            return child
+    for child in children:
+        if child.child_count and child.is_named:
+            body = child.child_by_field_name("body")
+            if body is not None:
+                return body
+            for grandchild in child.children:
+                if grandchild.type in _BODIES:
+                    return grandchild
+    return None
+
+
+def _signature(node: tree_sitter.Node, data: bytes) -> str:
+    body = _body_of(node)
     start = node.start_byte
     end = body.start_byte if body is not None and body.start_byte > start else node.end_byte
     end = min(end, start + 4 * SIGNATURE_MAX)
@@ -301,6 +329,16 @@ def _receiver_text(node: tree_sitter.Node, data: bytes) -> str:
     return text
 
 
+def _receiver_before(start: int, end: int, data: bytes) -> str:
+    """The receiver of a call whose callee starts at ``start`` and whose
+    name starts at ``end``: the source between, separators removed."""
+    raw = data[start : min(end, start + 4 * RECEIVER_MAX)].decode("utf-8", "replace")
+    text = "".join(raw.split()).rstrip(".:->?!&")
+    if len(text) > RECEIVER_MAX or end - start > 4 * RECEIVER_MAX:
+        text = text[: RECEIVER_MAX - 1] + "…"
+    return text
+
+
 def _is_capitalised(name: str) -> bool:
     last = name.rsplit(".", 1)[-1].lstrip("_")
     return bool(last) and last[0].isupper()
@@ -312,12 +350,12 @@ def _extract(name: str, data: bytes, lines: int) -> FileFacts:
     c: Compiled = compiled(name)
     spec = c.spec
     tree = parser(name).parse(data)
-    root = tree.root_node
-    matches = tree_sitter.QueryCursor(c.query).matches(root)
+    matches = tree_sitter.QueryCursor(c.query).matches(tree.root_node)
 
     concern_of = c.concern
     kind_of = c.kind
     def_matches: list[tuple[int, dict[str, list[tree_sitter.Node]]]] = []
+    constant_matches: list[tuple[int, dict[str, list[tree_sitter.Node]]]] = []
     call_matches: list[dict[str, list[tree_sitter.Node]]] = []
     import_nodes: list[tree_sitter.Node] = []
     type_refs: list[tree_sitter.Node] = []
@@ -327,8 +365,6 @@ def _extract(name: str, data: bytes, lines: int) -> FileFacts:
         concern = concern_of[index]
         if concern == "calls":
             call_matches.append(caps)
-        elif concern == "definitions":
-            def_matches.append((index, caps))
         elif concern == "references":
             refs = caps.get("ref.type")
             if refs:
@@ -336,106 +372,17 @@ def _extract(name: str, data: bytes, lines: int) -> FileFacts:
             refs = caps.get("ref.value")
             if refs:
                 value_refs.extend(refs)
+        elif concern == "definitions":
+            # Constants last: a node that is also something else (a JavaScript
+            # ``const f = () => …``) is that other thing.
+            (constant_matches if kind_of[index] == "constant" else def_matches).append((index, caps))
         elif concern == "imports":
             import_nodes.extend(caps["import"])
         else:
             bases.extend((b, kind_of[index]) for b in caps["base"])
 
-    # Definitions.
-    defs: list[_Def] = []
-    seen: set[tuple[int, int, str]] = set()
-    wrappers = spec.wrappers
-    refine = spec.kind_of
-    constant_name = spec.constant_name
-    for index, caps in def_matches:
-        node = caps["def"][0]
-        kind = kind_of[index]
-        key = (node.start_byte, node.end_byte, kind)
-        if key in seen:
-            continue
-        seen.add(key)
-        name_nodes = caps.get("name")
-        if not name_nodes:
-            continue
-        raw_name = _text(name_nodes[0])
-        if kind == "impl":
-            prefix, def_name = "", _clean_type(raw_name)
-        else:
-            prefix, def_name = _split_qualified(raw_name)
-        if not def_name:
-            continue
-        if kind == "constant" and constant_name is not None and not constant_name.match(def_name):
-            continue
-        receiver = caps.get("receiver")
-        forced = False
-        if receiver:
-            prefix = _clean_type(_text(receiver[0]))
-            forced = bool(prefix)
-        elif prefix and kind == "function":
-            forced = True
-        if refine is not None:
-            kind = refine(node, kind)
-        span = node
-        parent = node.parent
-        while parent is not None and parent.type in wrappers:
-            span = parent
-            parent = parent.parent
-        defs.append(_Def(node, span.start_byte, def_name, kind, prefix, forced))
-
-    defs.sort(key=lambda d: (d.start, -d.end))
-    stack: list[_Def] = []
-    method_parents = spec.method_parents
-    for d in defs:
-        while stack and stack[-1].end <= d.start:
-            stack.pop()
-        while stack and stack[-1].end < d.end:  # overlapping, not nested: not a parent
-            stack.pop()
-        parent_def = stack[-1] if stack else None
-        d.parent = parent_def
-        base = parent_def.qualname if parent_def is not None else ""
-        if d.prefix:
-            base = f"{base}.{d.prefix}" if base else d.prefix
-        d.qualname = f"{base}.{d.name}" if base else d.name
-        d.prefix = base  # from here on: the parent's qualname
-        if d.kind == "function" and (
-            d.forced_method or (parent_def is not None and parent_def.kind in method_parents)
-        ):
-            d.kind = "method"
-        stack.append(d)
-
-    comments = spec.comments
-    definitions: list[Definition] = []
-    seen_constants: set[str] = set()
-    for d in defs:
-        if d.kind == "impl":
-            continue
-        if d.kind == "constant":
-            if d.qualname in seen_constants:
-                continue  # reassigned: the first assignment defines it
-            seen_constants.add(d.qualname)
-        node = d.node
-        span_node = node
-        while span_node.parent is not None and span_node.parent.type in wrappers:
-            span_node = span_node.parent
-        end_row, _ = _last_token_end(node, comments)
-        if spec.docstring == "python":
-            doc = _python_docstring(node) if d.kind != "constant" else ""
-        else:
-            doc = _leading_comment(span_node, comments, spec.doc_skip)
-        definitions.append(
-            Definition(
-                name=d.name,
-                qualname=d.qualname,
-                kind=cast(NodeKind, d.kind),
-                start_line=span_node.start_point[0] + 1,
-                end_line=end_row + 1,
-                start_byte=d.span_start,
-                end_byte=node.end_byte,
-                signature=_signature(node, data),
-                doc=doc,
-                parent=d.prefix,
-            )
-        )
+    defs = _definitions(c, def_matches + constant_matches)
+    definitions = _finish_definitions(c, defs, data)
 
     # Scopes: the innermost definition (or impl) whose node holds a position.
     starts = [d.start for d in defs]
@@ -459,36 +406,46 @@ def _extract(name: str, data: bytes, lines: int) -> FileFacts:
             continue
         seen_calls.add(name_node.start_byte)
         call_node = caps["call"][0]
-        receiver_nodes = caps.get("receiver")
-        receiver = _receiver_text(receiver_nodes[0], data) if receiver_nodes else ""
+        receiver = ""
+        found = caps.get("receiver")
+        if found:
+            receiver = _receiver_text(found[0], data)
+        else:
+            found = caps.get("callee")
+            if found and found[0].start_byte < name_node.start_byte:
+                receiver = _receiver_before(found[0].start_byte, name_node.start_byte, data)
         call_name = _text(name_node)
         if not call_name:
             continue
-        calls.append(
-            Call(
-                name=call_name,
-                receiver=receiver,
-                line=call_node.start_point[0] + 1,
-                scope=scope_name(call_node.start_byte),
-            )
-        )
+        start = call_node.start_byte
+        calls.append(Call(call_name, receiver, call_node.start_point[0] + 1, scope_name(start)))
     calls.sort(key=lambda x: x.line)
 
     references: list[Reference] = []
     seen_refs: set[tuple[str, str]] = set()
-    base_starts = {b.start_byte for b, _ in bases}  # a base is an Inherit, not a reference
+    # A base is an Inherit, a definition's own name is not a use of it.
+    skip_starts = {b.start_byte for b, _ in bases}
+    skip_starts.update(d.name_start for d in defs)
+    ref_skip = spec.ref_skip
+    builtins = spec.builtins
     for ref_nodes, check in ((type_refs, False), (value_refs, True)):
         for node in ref_nodes:
-            if node.start_byte in base_starts:
+            start = node.start_byte
+            if start in skip_starts:
                 continue
-            ref_name = "".join(_text(node).split())
-            if not ref_name or (check and not _is_capitalised(ref_name)):
+            ref_name = _text(node)
+            if " " in ref_name or "\n" in ref_name:
+                ref_name = "".join(ref_name.split())
+            if not ref_name or (check and not _is_capitalised(ref_name)) or ref_name in builtins:
                 continue
-            scope = scope_name(node.start_byte)
+            scope = scope_name(start)
             if (ref_name, scope) in seen_refs:
                 continue
+            parent = node.parent
+            if ref_skip and parent is not None and parent.type in ref_skip:
+                continue
             seen_refs.add((ref_name, scope))
-            references.append(Reference(name=ref_name, line=node.start_point[0] + 1, scope=scope))
+            references.append(Reference(ref_name, node.start_point[0] + 1, scope))
     references.sort(key=lambda r: r.line)
 
     imports: list[Import] = []
@@ -504,8 +461,12 @@ def _extract(name: str, data: bytes, lines: int) -> FileFacts:
     imports.sort(key=lambda i: i.line)
 
     inherits: list[Inherit] = []
-    position: dict[str, int] = {}
+    position: dict[int, int] = {}
+    seen_bases: set[tuple[int, int]] = set()
     for node, kind in bases:
+        if (node.start_byte, node.end_byte) in seen_bases:
+            continue
+        seen_bases.add((node.start_byte, node.end_byte))
         owner = scope_of(node.start_byte)
         while owner is not None and owner.kind not in ("class", "interface", "impl"):
             owner = owner.parent
@@ -514,10 +475,13 @@ def _extract(name: str, data: bytes, lines: int) -> FileFacts:
         base_name = _clean_type(_text(node))
         if not base_name:
             continue
-        count = position.get(owner.qualname, 0)
-        position[owner.qualname] = count + 1
+        count = position.get(owner.start, 0)
+        position[owner.start] = count + 1
         if kind == "base":
-            kind = spec.base_kind(owner.node, owner.kind, count) if spec.base_kind else "extends"
+            if spec.base_kind is not None:
+                kind = spec.base_kind(owner.node, owner.kind, count, base_name)
+            else:
+                kind = "extends"
         if owner.kind == "interface":
             kind = "extends"
         inherits.append(
@@ -538,6 +502,129 @@ def _extract(name: str, data: bytes, lines: int) -> FileFacts:
         references=references,
         inherits=inherits,
     )
+
+
+def _definitions(
+    c: Compiled, def_matches: list[tuple[int, dict[str, list[tree_sitter.Node]]]]
+) -> list[_Def]:
+    """The definitions found, sorted by position, nested, with qualified names."""
+    spec = c.spec
+    kind_of = c.kind
+    declaration_of = c.declaration
+    defs: list[_Def] = []
+    seen: set[tuple[int, int]] = set()
+    wrappers = spec.wrappers
+    groups = spec.groups
+    refine = spec.kind_of
+    constant_name = spec.constant_name
+    for index, caps in def_matches:
+        node = caps["def"][0]
+        key = (node.start_byte, node.end_byte)
+        if key in seen:
+            continue
+        name_nodes = caps.get("name")
+        if not name_nodes:
+            continue
+        kind = kind_of[index]
+        raw_name = _text(name_nodes[0])
+        if raw_name[:1] in "\"'":
+            raw_name = raw_name.strip("\"'")
+        if kind == "impl":
+            prefix, def_name = "", _clean_type(raw_name)
+        else:
+            prefix, def_name = _split_qualified(raw_name)
+        if not def_name:
+            continue
+        if kind == "constant" and constant_name is not None and not constant_name.match(def_name):
+            continue
+        seen.add(key)
+        receiver = caps.get("receiver")
+        forced = False
+        if receiver:
+            prefix = _clean_type(_text(receiver[0]))
+            forced = bool(prefix)
+        elif prefix and kind == "function":
+            forced = True  # C++ A::f defined outside its class
+        if refine is not None:
+            kind = refine(node, kind)
+        span = node
+        parent = node.parent
+        while parent is not None and (
+            parent.type in wrappers or (parent.type in groups and parent.named_child_count == 1)
+        ):
+            span = parent
+            parent = parent.parent
+        d = _Def(node, span, def_name, kind, prefix, forced, declaration_of[index])
+        d.name_start = name_nodes[0].start_byte
+        defs.append(d)
+
+    defs.sort(key=lambda d: (d.start, -d.end))
+    stack: list[_Def] = []
+    method_parents = spec.method_parents
+    for d in defs:
+        while stack and stack[-1].end <= d.start:
+            stack.pop()
+        while stack and stack[-1].end < d.end:  # overlapping, not nested: not a parent
+            stack.pop()
+        parent_def = None
+        for candidate in reversed(stack):
+            if candidate.kind in _CONTAINERS:
+                parent_def = candidate
+                break
+        d.parent = parent_def
+        base = parent_def.qualname if parent_def is not None else ""
+        if d.prefix:
+            base = f"{base}.{d.prefix}" if base else d.prefix
+        d.qualname = f"{base}.{d.name}" if base else d.name
+        d.prefix = base  # from here on: the parent's qualname
+        if d.kind == "function" and (
+            d.forced_method or (parent_def is not None and parent_def.kind in method_parents)
+        ):
+            d.kind = "method"
+        stack.append(d)
+    return defs
+
+
+def _finish_definitions(c: Compiled, defs: list[_Def], data: bytes) -> list[Definition]:
+    spec = c.spec
+    comments = spec.comments
+    definitions: list[Definition] = []
+    seen_constants: set[str] = set()
+    # A declaration (a C++ method declared in its class) gives way to a
+    # definition of the same symbol in the same file.
+    defined = {(d.qualname, d.kind) for d in defs if not d.declaration}
+    python = spec.docstring == "python"
+    for d in defs:
+        if d.kind == "impl":
+            continue
+        if d.declaration and (d.qualname, d.kind) in defined:
+            continue
+        if d.kind == "constant":
+            if d.qualname in seen_constants:
+                continue  # reassigned: the first assignment defines it
+            seen_constants.add(d.qualname)
+        node = d.node
+        span = d.span
+        end_row = _last_token_row(node, comments)
+        if python:
+            doc = _python_docstring(node) if d.kind != "constant" else ""
+        else:
+            doc = _leading_comment(span, comments, spec.doc_skip)
+        definitions.append(
+            Definition(
+                name=d.name,
+                qualname=d.qualname,
+                kind=cast(NodeKind, d.kind),
+                start_line=span.start_point[0] + 1,
+                end_line=end_row + 1,
+                start_byte=span.start_byte,
+                end_byte=node.end_byte,
+                signature=_signature(node, data),
+                doc=doc,
+                parent=d.prefix,
+            )
+        )
+    return definitions
 
 
 def _text(node: tree_sitter.Node) -> str:
