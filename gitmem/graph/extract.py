@@ -167,6 +167,7 @@ class _Def:
 
 _GENERIC = re.compile(r"[<\[(].*", re.S)
 _SPACE = re.compile(r"\s+")
+_TEMPLATE_ARGS = re.compile(r"(?<=\w)<[^<>]*(?:<[^<>]*>[^<>]*)*>")
 
 
 def _clean_type(text: str) -> str:
@@ -180,7 +181,8 @@ def _clean_type(text: str) -> str:
 
 def _split_qualified(text: str) -> tuple[str, str]:
     """``A::B::f`` -> (``A.B``, ``f``); ``f`` -> ("", ``f``)."""
-    text = _GENERIC.sub("", text) if "<" in text else text
+    if "<" in text:  # A<T>::f -> A::f (not operator<, not Ruby's <=>)
+        text = _TEMPLATE_ARGS.sub("", text)
     for sep in ("::", "\\"):
         if sep in text:
             text = text.replace(sep, ".")
@@ -515,6 +517,7 @@ def _definitions(
     seen: set[tuple[int, int]] = set()
     wrappers = spec.wrappers
     groups = spec.groups
+    doc_skip = spec.doc_skip
     refine = spec.kind_of
     constant_name = spec.constant_name
     for index, caps in def_matches:
@@ -554,6 +557,11 @@ def _definitions(
         ):
             span = parent
             parent = parent.parent
+        if doc_skip:
+            before = span.prev_sibling
+            while before is not None and before.type in doc_skip:
+                span = before
+                before = before.prev_sibling
         d = _Def(node, span, def_name, kind, prefix, forced, declaration_of[index])
         d.name_start = name_nodes[0].start_byte
         defs.append(d)

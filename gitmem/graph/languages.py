@@ -448,7 +448,9 @@ class LanguageSpec:
     wrappers: frozenset[str] = frozenset()  # nodes around a definition (decorators, export, template)
     groups: frozenset[str] = frozenset()  # declaration groups: a wrapper when they hold one definition
     comments: frozenset[str] = frozenset({"comment"})
-    doc_skip: frozenset[str] = frozenset()  # siblings between a doc comment and its definition
+    # Siblings just before a definition that belong to it (Rust attributes): in
+    # its span, and between it and its doc comment.
+    doc_skip: frozenset[str] = frozenset()
     ref_skip: frozenset[str] = frozenset()  # a reference under one of these is not one (type parameters)
     builtins: frozenset[str] = frozenset()  # type names never worth a reference (int, string)
     docstring: str = "comment"  # "python": the body's first string; "comment": leading comments
@@ -713,6 +715,9 @@ RUST = LanguageSpec(
   function: (scoped_identifier path: (_) @receiver name: (identifier) @name))) @call
 (call_expression function: (generic_function
   function: (field_expression value: (_) @receiver field: (field_identifier) @name))) @call
+(token_tree [(identifier) (self)] @receiver . ["." "::"] . (identifier) @name @call
+  . (token_tree . "("))
+(token_tree (identifier) @name @call . (token_tree . "("))
 """,
     references="""
 (type_identifier) @ref.type
@@ -852,6 +857,10 @@ CPP = LanguageSpec(
     calls=_C_CALLS
     + """
 (call_expression function: (qualified_identifier scope: (_) @receiver name: (identifier) @name)) @call
+(call_expression function: (qualified_identifier
+  name: (qualified_identifier name: (identifier) @name)) @callee) @call
+(call_expression function: (qualified_identifier name: (qualified_identifier
+  name: (qualified_identifier name: (identifier) @name))) @callee) @call
 (call_expression function: (template_function name: (identifier) @name)) @call
 (call_expression function: (qualified_identifier scope: (_) @receiver
   name: (template_function name: (identifier) @name))) @call
