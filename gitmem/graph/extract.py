@@ -417,6 +417,9 @@ def _extract(name: str, data: bytes, lines: int) -> FileFacts:
             if found and found[0].start_byte < name_node.start_byte:
                 receiver = _receiver_before(found[0].start_byte, name_node.start_byte, data)
         call_name = _text(name_node)
+        if "\\" in call_name:  # PHP: \strlen, \App\f
+            prefix, _, call_name = call_name.rpartition("\\")
+            receiver = receiver or prefix.lstrip("\\")
         if not call_name:
             continue
         start = call_node.start_byte

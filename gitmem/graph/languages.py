@@ -949,6 +949,7 @@ CSHARP = LanguageSpec(
 (object_creation_expression type: (identifier) @name) @call
 (object_creation_expression type: (generic_name (identifier) @name)) @call
 (object_creation_expression type: (qualified_name name: (_) @name) @callee) @call
+(constructor_initializer ["base" "this"] @name) @call
 """,
     references="""
 (_ type: (identifier) @ref.type)
@@ -1053,8 +1054,10 @@ SWIFT = LanguageSpec(
     definitions="""
 ((class_declaration name: [(type_identifier) (user_type)] @name) @def (#set! kind class))
 ((protocol_declaration name: (type_identifier) @name) @def (#set! kind interface))
-((function_declaration name: (simple_identifier) @name) @def (#set! kind function))
-((protocol_function_declaration name: (simple_identifier) @name) @def (#set! kind function))
+;; "name" also labels the return type: the first match of a node (its real
+;; name, an identifier or an operator) is the one kept.
+((function_declaration name: _ @name) @def (#set! kind function))
+((protocol_function_declaration name: _ @name) @def (#set! kind function))
 ((init_declaration name: "init" @name) @def (#set! kind function))
 ((typealias_declaration name: (type_identifier) @name) @def (#set! kind type))
 ((source_file (property_declaration (value_binding_pattern mutability: "let")
