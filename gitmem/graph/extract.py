@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from operator import attrgetter
 from typing import TYPE_CHECKING, cast
 
 from gitmem.graph.facts import (
@@ -62,6 +63,9 @@ if TYPE_CHECKING:
     import tree_sitter
 
     from gitmem.graph.languages import Compiled
+
+_LINE = attrgetter("line")
+_HAS_SPACE = re.compile(rb"\s").search
 
 SIGNATURE_MAX = 200
 DOC_MAX = 500
@@ -193,8 +197,17 @@ def _split_qualified(text: str) -> tuple[str, str]:
     return "", text
 
 
-def _last_token_row(node: tree_sitter.Node, comments: frozenset[str]) -> int:
+_COMMENT_STARTS = (b"#", b"//", b"/*", b"*", b"--", b";")
+
+
+def _last_token_row(node: tree_sitter.Node, comments: frozenset[str], data: bytes) -> int:
     """The row of ``node``'s last token that is not a comment (nor a line end)."""
+    end = node.end_byte
+    row, column = node.end_point
+    if column:
+        line_start = data.rfind(b"\n", node.start_byte, end) + 1
+        if not data[line_start:end].lstrip().startswith(_COMMENT_STARTS):
+            return int(row)  # the common case: the last line is code
     current = node
     while current.child_count:
         child: tree_sitter.Node | None = current.child(current.child_count - 1)
@@ -205,7 +218,7 @@ def _last_token_row(node: tree_sitter.Node, comments: frozenset[str]) -> int:
         if child is None:
             break
         current = child
-    return current.end_point[0]
+    return int(current.end_point[0])
 
 
 def _collapse(text: str, limit: int) -> str:
@@ -290,30 +303,28 @@ def _collapse_doc(text: str) -> str:
 
 def _python_docstring(node: tree_sitter.Node) -> str:
     body = node.child_by_field_name("body")
-    if body is None:
+    if body is None or not body.named_child_count:
         return ""
-    for statement in body.named_children:
-        if statement.type == "comment":
-            continue
-        if statement.type != "expression_statement" or statement.named_child_count != 1:
-            return ""
-        string = statement.named_children[0]
-        if string.type != "string":
-            return ""
-        parts = [
-            c.text.decode("utf-8", "replace")
-            for c in string.named_children
-            if c.type in ("string_content", "escape_sequence") and c.text
-        ]
-        text = "".join(parts)
-        lines = text.expandtabs().splitlines()
-        if len(lines) > 1:
-            indent = min(
-                (len(line) - len(line.lstrip()) for line in lines[1:] if line.strip()), default=0
-            )
-            lines = [lines[0].strip()] + [line[indent:].rstrip() for line in lines[1:]]
-        return _collapse_doc("\n".join(lines))
-    return ""
+    statement: tree_sitter.Node | None = body.named_child(0)
+    while statement is not None and statement.type == "comment":
+        statement = statement.next_named_sibling
+    if statement is None or statement.type != "expression_statement":
+        return ""
+    string = statement.named_child(0) if statement.named_child_count == 1 else None
+    if string is None or string.type != "string":
+        return ""
+    parts = [
+        c.text.decode("utf-8", "replace")
+        for c in string.named_children
+        if c.type in ("string_content", "escape_sequence") and c.text
+    ]
+    lines = "".join(parts).expandtabs().splitlines()
+    if len(lines) > 1:
+        indent = min(
+            (len(line) - len(line.lstrip()) for line in lines[1:] if line.strip()), default=0
+        )
+        lines = [lines[0].strip()] + [line[indent:].rstrip() for line in lines[1:]]
+    return _collapse_doc("\n".join(lines))
 
 
 def _receiver_text(node: tree_sitter.Node, data: bytes) -> str:
@@ -400,31 +411,50 @@ def _extract(name: str, data: bytes, lines: int) -> FileFacts:
         found = scope_of(pos)
         return found.qualname if found is not None else ""
 
+    # The hot loop (a call every few lines): inlined lookups, no helper calls
+    # on the common path.
     calls: list[Call] = []
+    append_call = calls.append
     seen_calls: set[int] = set()
+    seen_add = seen_calls.add
+    ndefs = len(defs)
     for caps in call_matches:
         name_node = caps["name"][0]
-        if name_node.start_byte in seen_calls:
+        name_start = name_node.start_byte
+        if name_start in seen_calls:
             continue
-        seen_calls.add(name_node.start_byte)
-        call_node = caps["call"][0]
+        seen_add(name_start)
+        call_name = data[name_start : name_node.end_byte].decode("utf-8", "replace")
         receiver = ""
         found = caps.get("receiver")
         if found:
-            receiver = _receiver_text(found[0], data)
+            node = found[0]
+            raw = data[node.start_byte : node.end_byte]
+            if len(raw) <= RECEIVER_MAX and not _HAS_SPACE(raw) and not raw.startswith(b"super("):
+                receiver = raw.decode("utf-8", "replace")
+            else:
+                receiver = _receiver_text(node, data)
         else:
             found = caps.get("callee")
-            if found and found[0].start_byte < name_node.start_byte:
-                receiver = _receiver_before(found[0].start_byte, name_node.start_byte, data)
-        call_name = _text(name_node)
+            if found and found[0].start_byte < name_start:
+                receiver = _receiver_before(found[0].start_byte, name_start, data)
         if "\\" in call_name:  # PHP: \strlen, \App\f
             prefix, _, call_name = call_name.rpartition("\\")
             receiver = receiver or prefix.lstrip("\\")
         if not call_name:
             continue
-        start = call_node.start_byte
-        calls.append(Call(call_name, receiver, call_node.start_point[0] + 1, scope_name(start)))
-    calls.sort(key=lambda x: x.line)
+        call_node = caps["call"][0]
+        pos = call_node.start_byte
+        scope = ""
+        if ndefs:
+            i = bisect_right(starts, pos) - 1
+            owner = defs[i] if i >= 0 else None
+            while owner is not None and not (owner.start <= pos < owner.end):
+                owner = owner.parent
+            if owner is not None:
+                scope = owner.qualname
+        append_call(Call(call_name, receiver, call_node.start_point[0] + 1, scope))
+    calls.sort(key=_LINE)
 
     references: list[Reference] = []
     seen_refs: set[tuple[str, str]] = set()
@@ -451,7 +481,7 @@ def _extract(name: str, data: bytes, lines: int) -> FileFacts:
                 continue
             seen_refs.add((ref_name, scope))
             references.append(Reference(ref_name, node.start_point[0] + 1, scope))
-    references.sort(key=lambda r: r.line)
+    references.sort(key=_LINE)
 
     imports: list[Import] = []
     imports_of = spec.imports_of
@@ -463,7 +493,7 @@ def _extract(name: str, data: bytes, lines: int) -> FileFacts:
                     if scope:
                         imp = Import(imp.module, imp.names, imp.alias, imp.line, scope)
                     imports.append(imp)
-    imports.sort(key=lambda i: i.line)
+    imports.sort(key=_LINE)
 
     inherits: list[Inherit] = []
     position: dict[int, int] = {}
@@ -616,7 +646,7 @@ def _finish_definitions(c: Compiled, defs: list[_Def], data: bytes) -> list[Defi
             seen_constants.add(d.qualname)
         node = d.node
         span = d.span
-        end_row = _last_token_row(node, comments)
+        end_row = _last_token_row(node, comments, data)
         if python:
             doc = _python_docstring(node) if d.kind != "constant" else ""
         else:

@@ -490,7 +490,6 @@ PYTHON = LanguageSpec(
 (decorator (identifier) @ref.type)
 (decorator (attribute) @ref.type)
 (argument_list (identifier) @ref.value)
-(argument_list (attribute) @ref.value)
 (keyword_argument value: (identifier) @ref.value)
 (assignment right: (identifier) @ref.value)
 (return_statement (identifier) @ref.value)
