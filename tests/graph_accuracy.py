@@ -136,12 +136,17 @@ class PythonAccuracy:
         return self.calls_matched / self.calls_extracted if self.calls_extracted else 1.0
 
 
-def compare_python(path: Path, facts: FileFacts | None = None) -> tuple[
-    Counter[tuple[str, str, int, int]],
-    Counter[tuple[str, str, int, int]],
-    Counter[tuple[str, int]],
-    Counter[tuple[str, int]],
-] | None:
+def compare_python(
+    path: Path, facts: FileFacts | None = None
+) -> (
+    tuple[
+        Counter[tuple[str, str, int, int]],
+        Counter[tuple[str, str, int, int]],
+        Counter[tuple[str, int]],
+        Counter[tuple[str, int]],
+    ]
+    | None
+):
     """(expected defs, extracted defs, expected calls, extracted calls) for one
     file, or None when ``ast`` cannot parse it."""
     data = path.read_bytes()
@@ -280,7 +285,7 @@ def accuracy_table() -> str:
         for kind in FACT_KINDS:
             s = scores[kind]
             if s.expected == 0 and s.extracted == 0:
-                cells.append("–")
+                cells.append("-")
             else:
                 cells.append(f"{s.precision:.2f} / {s.recall:.2f} ({s.expected})")
         lines.append(f"| {language} | " + " | ".join(cells) + " |")

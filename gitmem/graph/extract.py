@@ -57,7 +57,7 @@ from gitmem.graph.facts import (
     NodeKind,
     Reference,
 )
-from gitmem.graph.languages import compiled, language_for, parser
+from gitmem.graph.languages import HEAD_BYTES, compiled, language_for, parser
 
 if TYPE_CHECKING:
     import tree_sitter
@@ -109,8 +109,8 @@ def extract(path: str, data: bytes) -> FileFacts:
     """The facts of the file at ``path`` whose content is ``data``; never raises."""
     lines = _count_lines(data)
     try:
-        name = language_for(path, data[:256])
-    except Exception:  # noqa: BLE001 - a path we cannot classify is a plain file
+        name = language_for(path, data[:HEAD_BYTES])
+    except Exception:
         name = None
     if name is None:
         return FileFacts(language="text", lines=lines)
@@ -118,7 +118,7 @@ def extract(path: str, data: bytes) -> FileFacts:
         if name == "markdown":
             return _markdown(data, lines)
         return _extract(name, data, lines)
-    except Exception as exc:  # noqa: BLE001 - never raises: the file stays a file node
+    except Exception as exc:
         return FileFacts(language=name, lines=lines, error=f"{type(exc).__name__}: {exc}"[:200])
 
 
@@ -131,18 +131,18 @@ class _Def:
     """A definition being built (mutable; becomes a :class:`Definition`)."""
 
     __slots__ = (
-        "start",
-        "end",
-        "span",
-        "node",
-        "name",
-        "kind",
-        "prefix",
-        "forced_method",
         "declaration",
-        "parent",
-        "qualname",
+        "end",
+        "forced_method",
+        "kind",
+        "name",
         "name_start",
+        "node",
+        "parent",
+        "prefix",
+        "qualname",
+        "span",
+        "start",
     )
 
     def __init__(
@@ -271,7 +271,9 @@ def _clean_comment(text: str) -> str:
     return "\n".join(line for line in lines).strip()
 
 
-def _leading_comment(node: tree_sitter.Node, spec_comments: frozenset[str], skip: frozenset[str]) -> str:
+def _leading_comment(
+    node: tree_sitter.Node, spec_comments: frozenset[str], skip: frozenset[str]
+) -> str:
     parts: list[str] = []
     line = node.start_point[0]
     sibling = node.prev_sibling
@@ -388,7 +390,9 @@ def _extract(name: str, data: bytes, lines: int) -> FileFacts:
         elif concern == "definitions":
             # Constants last: a node that is also something else (a JavaScript
             # ``const f = () => …``) is that other thing.
-            (constant_matches if kind_of[index] == "constant" else def_matches).append((index, caps))
+            (constant_matches if kind_of[index] == "constant" else def_matches).append(
+                (index, caps)
+            )
         elif concern == "imports":
             import_nodes.extend(caps["import"])
         else:
@@ -680,22 +684,37 @@ _SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*\Z")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _INLINE_CODE = re.compile(r"(`+)([^`\n]+?)\1")
 _CODE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?")
+# Code-like words in prose: CamelCase (and camelCase, HTTPServer), snake_case,
+# SCREAMING_SNAKE, _private; not inside paths, URLs or dotted names.
 _WORD = re.compile(
     r"(?<![\w.`/-])(?:[A-Za-z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[A-Z]{2,}[a-z][A-Za-z0-9]*|"
-    r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+|_[A-Za-z0-9_]+)(?![\w`/-])"
+    r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|_[A-Za-z0-9_]+)(?![\w`/-])"
 )
 SECTION_SEPARATOR = " > "
 
 
 def _markdown(data: bytes, lines: int) -> FileFacts:
-    text = data.decode("utf-8", "replace")
-    rows = text.splitlines()
-    # (line index, level, title) of each heading.
+    raw_rows = data.split(b"\n")
+    offsets = [0]  # byte offset of each row's start
+    for raw in raw_rows:
+        offsets.append(offsets[-1] + len(raw) + 1)
+    rows = [raw.decode("utf-8", "replace").rstrip("\r") for raw in raw_rows]
+    # (row, level, title) of each heading; rows inside fenced code (or front matter).
     headings: list[tuple[int, int, str]] = []
+    code_rows: set[int] = set()
     fence = ""
-    previous_text = False  # the line before is a paragraph line (a setext candidate)
-    for i, row in enumerate(rows):
+    start = 0
+    if rows and rows[0].strip() == "---":  # YAML front matter
+        for i in range(1, len(rows)):
+            if rows[i].strip() in ("---", "..."):
+                code_rows.update(range(i + 1))
+                start = i + 1
+                break
+    previous_text = False  # the row before is a paragraph row (a setext candidate)
+    for i in range(start, len(rows)):
+        row = rows[i]
         if fence:
+            code_rows.add(i)
             stripped = row.strip()
             if stripped.startswith(fence) and set(stripped) <= {fence[0]}:
                 fence = ""
@@ -703,11 +722,14 @@ def _markdown(data: bytes, lines: int) -> FileFacts:
         m = _FENCE.match(row)
         if m:
             fence = m.group(1)
+            code_rows.add(i)
             previous_text = False
             continue
         m = _ATX.match(row)
         if m:
-            headings.append((i, len(m.group(1)), (m.group(2) or "").strip()))
+            title = (m.group(2) or "").strip()
+            if title:
+                headings.append((i, len(m.group(1)), title))
             previous_text = False
             continue
         if previous_text and _SETEXT.match(row):
@@ -718,13 +740,12 @@ def _markdown(data: bytes, lines: int) -> FileFacts:
     definitions: list[Definition] = []
     mentions: list[Mention] = []
     path: list[tuple[int, str]] = []  # (level, qualname) of the open headings
-    offsets = [0]
-    for row in rows:
-        offsets.append(offsets[-1] + len(row.encode("utf-8")) + 1)
     seen: dict[str, int] = {}
+    total = len(rows)
+    size = len(data)
     for n, (i, level, title) in enumerate(headings):
-        # The section runs to the line before the next heading of this level or higher.
-        end = len(rows)
+        # The section runs to the row before the next heading of its level or higher.
+        end = total
         for j, later_level, _ in headings[n + 1 :]:
             if later_level <= level:
                 end = j
@@ -733,7 +754,7 @@ def _markdown(data: bytes, lines: int) -> FileFacts:
             path.pop()
         parent = path[-1][1] if path else ""
         qualname = f"{parent}{SECTION_SEPARATOR}{title}" if parent else title
-        if qualname in seen:  # the same heading path twice: number the repeats
+        if qualname in seen:  # the same heading path again: number the repeats
             seen[qualname] += 1
             qualname = f"{qualname} ({seen[qualname]})"
         else:
@@ -748,28 +769,31 @@ def _markdown(data: bytes, lines: int) -> FileFacts:
                 qualname=qualname,
                 kind="section",
                 start_line=i + 1,
-                end_line=max(last, i + 1),
-                start_byte=min(offsets[i], len(data)),
-                end_byte=min(offsets[end], len(data)),
-                signature=_collapse(rows[i], SIGNATURE_MAX),
+                end_line=last,
+                start_byte=min(offsets[i], size),
+                end_byte=min(offsets[end], size),
+                signature=_collapse(rows[i].strip(), SIGNATURE_MAX),
                 doc="",
                 parent=parent,
             )
         )
-        # Mentions: in the section's own text (up to its first subsection).
-        own_end = headings[n + 1][0] if n + 1 < len(headings) else len(rows)
+        # Mentions: in the section's own text (up to its first subsection), not in code blocks.
+        own_end = headings[n + 1][0] if n + 1 < len(headings) else total
         names: set[str] = set()
         for k in range(i, own_end):
+            if k in code_rows:
+                continue
             row = rows[k]
-            for m in _INLINE_CODE.finditer(row):
-                code = m.group(2).strip()
-                if _CODE_NAME.fullmatch(code):
-                    code = code.removesuffix("()")
-                    if code not in names:
-                        names.add(code)
-                        mentions.append(Mention(name=code, section=qualname, line=k + 1))
-            plain = _INLINE_CODE.sub(" ", row)
-            for m in _WORD.finditer(plain):
+            if "`" in row:
+                for m in _INLINE_CODE.finditer(row):
+                    code = m.group(2).strip()
+                    if _CODE_NAME.fullmatch(code):
+                        code = code.removesuffix("()")
+                        if code not in names:
+                            names.add(code)
+                            mentions.append(Mention(name=code, section=qualname, line=k + 1))
+                row = _INLINE_CODE.sub(" ", row)
+            for m in _WORD.finditer(row):
                 word = m.group(0)
                 if word not in names:
                     names.add(word)

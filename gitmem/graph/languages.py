@@ -36,7 +36,7 @@ import importlib
 import re
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -94,7 +94,9 @@ def _string(node: tree_sitter.Node | None) -> str:
     return _unquote(_text(node))
 
 
-def _split_names(module: str, names: list[str], aliased: list[tuple[str, str]], line: int) -> list[Import]:
+def _split_names(
+    module: str, names: list[str], aliased: list[tuple[str, str]], line: int
+) -> list[Import]:
     """Facts for ``from module import names, a as b``: one for the plain
     names, one per renamed name (its alias is the local name)."""
     out = []
@@ -145,10 +147,8 @@ def _js_imports(node: tree_sitter.Node) -> list[Import]:
             if bound is not None and bound.type == "identifier":
                 return [Import(module=module, alias=_text(bound), line=line)]
             if bound is not None and bound.type == "object_pattern":
-                names = [
-                    _text(c.child_by_field_name("key") or c) for c in bound.named_children
-                ]
-                return [Import(module=module, names=tuple(names), line=line)]
+                keys = [_text(c.child_by_field_name("key") or c) for c in bound.named_children]
+                return [Import(module=module, names=tuple(keys), line=line)]
         return [Import(module=module, line=line)]
     source = node.child_by_field_name("source")
     names: list[str] = []
@@ -178,7 +178,9 @@ def _js_imports(node: tree_sitter.Node) -> list[Import]:
     return out + _split_names(module, names, aliased, line)
 
 
-def _js_specifiers(node: tree_sitter.Node, names: list[str], aliased: list[tuple[str, str]]) -> None:
+def _js_specifiers(
+    node: tree_sitter.Node, names: list[str], aliased: list[tuple[str, str]]
+) -> None:
     for spec in node.named_children:
         name = _text(spec.child_by_field_name("name"))
         alias = spec.child_by_field_name("alias")
@@ -212,7 +214,10 @@ def _rust_use(node: tree_sitter.Node, prefix: str, line: int, out: list[Import])
                 names.append(_text(item))
             elif item.type == "use_as_clause":
                 aliased.append(
-                    (_text(item.child_by_field_name("path")), _text(item.child_by_field_name("alias")))
+                    (
+                        _text(item.child_by_field_name("path")),
+                        _text(item.child_by_field_name("alias")),
+                    )
                 )
             else:
                 _rust_use(item, module, line, out)
@@ -225,7 +230,14 @@ def _rust_use(node: tree_sitter.Node, prefix: str, line: int, out: list[Import])
         path = _text(node.child_by_field_name("path"))
         module, _, name = path.rpartition("::")
         module = f"{prefix}::{module}" if prefix and module else (module or prefix)
-        out.append(Import(module=module, names=(name,), alias=_text(node.child_by_field_name("alias")), line=line))
+        out.append(
+            Import(
+                module=module,
+                names=(name,),
+                alias=_text(node.child_by_field_name("alias")),
+                line=line,
+            )
+        )
     elif kind == "use_wildcard":
         path = _text(node.named_children[0]) if node.named_children else ""
         module = f"{prefix}::{path}" if prefix and path else (path or prefix)
@@ -332,7 +344,11 @@ def _php_imports(node: tree_sitter.Node) -> list[Import]:
     for clause in _descendants(node, "namespace_use_clause"):
         alias = clause.child_by_field_name("alias")
         target = next(
-            (c for c in clause.named_children if c.type in ("qualified_name", "name") and c != alias),
+            (
+                c
+                for c in clause.named_children
+                if c.type in ("qualified_name", "name") and c != alias
+            ),
             None,
         )
         full = _text(target).lstrip("\\")
@@ -356,7 +372,10 @@ def _swift_imports(node: tree_sitter.Node) -> list[Import]:
         if child.type == "identifier":
             path = _text(child)
     # import struct A.B imports one declaration of module A
-    if any(c.type in ("struct", "class", "enum", "protocol", "func", "var", "let", "typealias") for c in node.children):
+    if any(
+        c.type in ("struct", "class", "enum", "protocol", "func", "var", "let", "typealias")
+        for c in node.children
+    ):
         return _dotted_import(path, _line(node))
     return [Import(module=path, line=_line(node))]
 
@@ -443,15 +462,23 @@ class LanguageSpec:
     inherits: str = ""
     imports_of: ImportsOf | None = None
     kind_of: KindOf | None = None  # refines a definition's kind (a Protocol class is an interface)
-    base_kind: BaseKind | None = None  # (class node, its kind, position, base) -> extends/implements
+    base_kind: BaseKind | None = (
+        None  # (class node, its kind, position, base) -> extends/implements
+    )
     method_parents: frozenset[str] = frozenset({"class", "interface", "impl"})
-    wrappers: frozenset[str] = frozenset()  # nodes around a definition (decorators, export, template)
-    groups: frozenset[str] = frozenset()  # declaration groups: a wrapper when they hold one definition
+    wrappers: frozenset[str] = (
+        frozenset()
+    )  # nodes around a definition (decorators, export, template)
+    groups: frozenset[str] = (
+        frozenset()
+    )  # declaration groups: a wrapper when they hold one definition
     comments: frozenset[str] = frozenset({"comment"})
     # Siblings just before a definition that belong to it (Rust attributes): in
     # its span, and between it and its doc comment.
     doc_skip: frozenset[str] = frozenset()
-    ref_skip: frozenset[str] = frozenset()  # a reference under one of these is not one (type parameters)
+    ref_skip: frozenset[str] = (
+        frozenset()
+    )  # a reference under one of these is not one (type parameters)
     builtins: frozenset[str] = frozenset()  # type names never worth a reference (int, string)
     docstring: str = "comment"  # "python": the body's first string; "comment": leading comments
     constant_name: re.Pattern[str] | None = _UPPER  # a constant's name must match this
@@ -503,7 +530,22 @@ PYTHON = LanguageSpec(
     kind_of=_python_kind,
     wrappers=frozenset({"decorated_definition"}),
     builtins=frozenset(
-        "int float complex str bytes bool object None list dict set frozenset tuple type".split()
+        [
+            "int",
+            "float",
+            "complex",
+            "str",
+            "bytes",
+            "bool",
+            "object",
+            "None",
+            "list",
+            "dict",
+            "set",
+            "frozenset",
+            "tuple",
+            "type",
+        ]
     ),
     docstring="python",
 )
@@ -677,8 +719,30 @@ GO = LanguageSpec(
     groups=frozenset({"type_declaration", "const_declaration"}),
     ref_skip=frozenset({"qualified_type", "type_parameter_declaration"}),
     builtins=frozenset(
-        "bool byte complex64 complex128 error float32 float64 int int8 int16 int32 int64 rune string"
-        " uint uint8 uint16 uint32 uint64 uintptr any comparable".split()
+        [
+            "bool",
+            "byte",
+            "complex64",
+            "complex128",
+            "error",
+            "float32",
+            "float64",
+            "int",
+            "int8",
+            "int16",
+            "int32",
+            "int64",
+            "rune",
+            "string",
+            "uint",
+            "uint8",
+            "uint16",
+            "uint32",
+            "uint64",
+            "uintptr",
+            "any",
+            "comparable",
+        ]
     ),
     constant_name=None,
 )
@@ -1140,9 +1204,23 @@ for _ext in MARKDOWN_EXTENSIONS:
     _BY_EXTENSION[_ext] = "markdown"
 
 
+# A ``.h`` file is C unless its first bytes show C++ (a class, a namespace, a
+# template, a standard header without ``.h``).
+_CPP_HEADER = re.compile(
+    rb"^[ \t]*(?:class[ \t]+\w+[ \t]*(?::[^:]|\{|$)|namespace\b|template[ \t]*<|"
+    rb"using[ \t]+namespace\b|#[ \t]*include[ \t]*<[a-z_]+>)",
+    re.M,
+)
+
+HEAD_BYTES = 8192
+"""How much of a file :func:`language_for` needs to see (a ``#!`` line, C++ in a ``.h``)."""
+
+
 def language_for(path: str, head: bytes = b"") -> str | None:
-    """The language of the file at ``path`` (``head``: its first bytes, for a
-    ``#!`` line), or None when it is not a language we parse."""
+    """The language of the file at ``path``, or None when it is not a language
+    we parse. ``head``, the file's first bytes (up to :data:`HEAD_BYTES`),
+    decides for a file without an extension (its ``#!`` line) and for a
+    ``.h`` file (C++ when it looks like C++, else C)."""
     name = path.rsplit("/", 1)[-1]
     found = _BY_FILENAME.get(name)
     if found:
@@ -1150,6 +1228,8 @@ def language_for(path: str, head: bytes = b"") -> str | None:
     dot = name.rfind(".")
     if dot > 0:
         found = _BY_EXTENSION.get(name[dot:].lower())
+        if found == "c" and name.endswith(".h") and _CPP_HEADER.search(head):
+            return "cpp"
         if found:
             return found
     if head.startswith(b"#!"):
