@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, cast
 
 from gitmem.graph.facts import (
@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from gitmem.graph.languages import Compiled
 
 _LINE = attrgetter("line")
+_POSITION = itemgetter(0, 1)
 _HAS_SPACE = re.compile(rb"\s").search
 
 SIGNATURE_MAX = 200
@@ -417,8 +418,8 @@ def _extract(name: str, data: bytes, lines: int) -> FileFacts:
 
     # The hot loop (a call every few lines): inlined lookups, no helper calls
     # on the common path.
-    calls: list[Call] = []
-    append_call = calls.append
+    located: list[tuple[int, int, Call]] = []  # (call start, name start, call): source order
+    append_call = located.append
     seen_calls: set[int] = set()
     seen_add = seen_calls.add
     ndefs = len(defs)
@@ -457,8 +458,11 @@ def _extract(name: str, data: bytes, lines: int) -> FileFacts:
                 owner = owner.parent
             if owner is not None:
                 scope = owner.qualname
-        append_call(Call(call_name, receiver, call_node.start_point[0] + 1, scope))
-    calls.sort(key=_LINE)
+        append_call(
+            (pos, name_start, Call(call_name, receiver, call_node.start_point[0] + 1, scope))
+        )
+    located.sort(key=_POSITION)
+    calls = [call for _, _, call in located]
 
     references: list[Reference] = []
     seen_refs: set[tuple[str, str]] = set()

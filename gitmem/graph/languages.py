@@ -37,7 +37,6 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 from typing import TYPE_CHECKING
 
 from gitmem.graph.facts import Import
@@ -518,6 +517,8 @@ PYTHON = LanguageSpec(
 (decorator (attribute) @ref.type)
 (argument_list (identifier) @ref.value)
 (keyword_argument value: (identifier) @ref.value)
+(default_parameter value: (identifier) @ref.value)
+(typed_default_parameter value: (identifier) @ref.value)
 (assignment right: (identifier) @ref.value)
 (return_statement (identifier) @ref.value)
 """,
@@ -1263,15 +1264,41 @@ class Compiled:
     declaration: tuple[bool, ...]  # per pattern index: a declaration without a body
 
 
-@cache
+# Grammars and compiled queries are kept for the life of the process: they are
+# few, and py-tree-sitter 0.25 has been seen to crash (a segmentation fault)
+# compiling a query after another one with predicates was freed.
+_GRAMMARS: dict[tuple[str, str], tree_sitter.Language] = {}
+_COMPILED: dict[str, Compiled] = {}
+_COMPILE_LOCK = threading.Lock()
+
+
+def _grammar(module: str, function: str) -> tree_sitter.Language:
+    import tree_sitter
+
+    found = _GRAMMARS.get((module, function))
+    if found is None:
+        pointer = getattr(importlib.import_module(module), function)()
+        found = _GRAMMARS[(module, function)] = tree_sitter.Language(pointer)
+    return found
+
+
 def compiled(name: str) -> Compiled:
     """The grammar and query of language ``name``, loaded and compiled once."""
+    found = _COMPILED.get(name)
+    if found is None:
+        with _COMPILE_LOCK:  # one compilation per language, none thrown away
+            found = _COMPILED.get(name)
+            if found is None:
+                found = _COMPILED[name] = _compile(name)
+    return found
+
+
+def _compile(name: str) -> Compiled:
     import tree_sitter
 
     spec = LANGUAGES[name]
     assert spec.grammar is not None
-    module, function = spec.grammar
-    language = tree_sitter.Language(getattr(importlib.import_module(module), function)())
+    language = _grammar(*spec.grammar)
     parts: list[tuple[int, str]] = []
     source = ""
     for concern in CONCERNS:
