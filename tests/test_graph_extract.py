@@ -107,6 +107,7 @@ def test_trailing_comments_do_not_extend_a_definition() -> None:
     src = b"def f():\n    if x:\n        y()\n        # done\n    # really\n\nz = 1\n"
     (d,) = extract("m.py", src).definitions
     assert (d.start_line, d.end_line) == (1, 3)
+    assert src[d.start_byte : d.end_byte].endswith(b"y()")
 
 
 # -- what each fact says ---------------------------------------------------------------

@@ -1,43 +1,54 @@
 """A blob's bytes -> its :class:`~gitmem.graph.facts.FileFacts`.
 
-:func:`extract` never raises: a file it cannot parse still gets facts with
-its language, its line count and ``error`` set (and nothing else). A file
-with syntax errors is parsed anyway: tree-sitter recovers, and what it
-recognises is kept (``error`` stays empty).
+:func:`extract` never raises: a file it cannot parse (its grammar cannot be
+loaded, an unexpected failure) still gets facts with its language, its line
+count and ``error`` set, and nothing else. A file with syntax errors is
+parsed anyway: tree-sitter recovers, what it recognises is kept, and
+``error`` stays empty. A path that is not in a language we parse gives
+``FileFacts(language="text", lines=N)``.
 
 What is extracted, for every language (the queries are in
 :mod:`gitmem.graph.languages`):
 
-* **definitions** with their spans. A definition's span starts at its first
-  decorator or wrapper (``@decorator``, ``export``, ``template<…>``) and ends
-  at its last token that is not a comment (tree-sitter attaches a trailing
-  comment to the block before it; Python's ``ast`` does not, and neither do
-  we). A ``function`` directly in a class, interface or impl is a
-  ``method``; a Go method (receiver) and a C++ ``A::f`` defined outside its
-  class are methods of the named type. Qualified names join the enclosing
-  definitions with ``.``;
-* **calls**: every call whose callee is a name or ``receiver.name``
-  (``new Name(…)`` too), at the line where the call expression starts (as
-  ``ast`` counts it); the receiver is written as in the source (whitespace
-  removed, at most 60 characters), ``super(…)`` as ``super``;
+* **definitions** with their spans. A definition starts at its first
+  decorator, attribute or wrapper (``@decorator``, ``#[derive]``, ``export``,
+  ``template<…>``) and ends at its last token that is not a comment
+  (tree-sitter puts a comment after a block's last statement inside the
+  block; Python's ``ast`` does not, and neither do we). A ``function``
+  directly in a class, interface or impl (or a Ruby module) is a ``method``;
+  so are a Go method (by its receiver) and a C++ ``A::f`` defined outside
+  its class. Qualified names join the enclosing definitions with ``.``; a
+  type alias or a constant holds nothing (a C ``typedef struct s {…} t``
+  defines ``s`` at file level). A declaration without a body (a C++ method
+  declared in its class) gives way to its definition in the same file;
+* **calls**: every call whose callee is a name or ``receiver.name`` (and
+  ``new Name(…)``, ``super(…)``, calls inside Rust macro arguments), at the
+  line where the call expression starts (as ``ast`` counts it); the
+  receiver as written, whitespace removed, at most 60 characters,
+  ``super(…)`` as ``super``;
 * **references**, kept bounded: a name in a type position (annotation,
-  parameter, field or variable type, generic argument, decorator) is always
-  a reference; a name used as a value (an argument, the right side of an
-  assignment, a return value) only when it is capitalised (its last dotted
+  parameter, field or variable type, generic argument, Python decorator) is
+  a reference unless it is one of the language's built-in types; a name used
+  as a value (an argument, a default, the right side of an assignment, a
+  return value, a JSX element) only when it is capitalised (its last dotted
   part starts with an upper-case letter after any ``_``), which keeps
-  classes, enums and constants and leaves out local variables. One
-  reference per (name, scope), at its first line;
+  classes, enums and constants and leaves local variables out. A base is an
+  inherit and a definition's own name is not a reference. One reference per
+  (name, scope), at its first line;
+* **imports** as written, one fact per renamed name (its alias is the local
+  name);
 * **inherits**: bases as written, generic arguments removed
   (``Iterator<T>`` -> ``Iterator``); an interface's bases are ``extends``;
 * **docs**: a Python docstring, elsewhere the comments just above the
-  definition (or its wrapper), comment markers removed, at most 500
-  characters; **signatures**: the header up to the body, whitespace
-  collapsed, at most 200 characters.
+  definition (or its decorators and attributes), comment markers removed,
+  at most 500 characters; **signatures**: the header up to the body,
+  whitespace collapsed, at most 200 characters.
 
 Markdown is split into heading sections (ATX ``#`` and setext underlines,
-not inside fenced code), each a ``section`` definition whose qualified name
-is its heading path joined with ``" > "``; ``inline code`` and CamelCase or
-snake_case words in a section are :class:`~gitmem.graph.facts.Mention` facts.
+not inside fenced code or front matter), each a ``section`` definition whose
+qualified name is its heading path joined with ``" > "``; ``inline code``
+and CamelCase, snake_case or SCREAMING_SNAKE words in a section's own text
+are :class:`~gitmem.graph.facts.Mention` facts.
 """
 
 from __future__ import annotations
@@ -201,14 +212,18 @@ def _split_qualified(text: str) -> tuple[str, str]:
 _COMMENT_STARTS = (b"#", b"//", b"/*", b"*", b"--", b";")
 
 
-def _last_token_row(node: tree_sitter.Node, comments: frozenset[str], data: bytes) -> int:
-    """The row of ``node``'s last token that is not a comment (nor a line end)."""
+def _last_token_end(
+    node: tree_sitter.Node, comments: frozenset[str], data: bytes
+) -> tuple[int, int]:
+    """(row, end byte) of ``node``'s last token that is not a comment (nor a
+    line end): tree-sitter puts a comment that follows a block's last
+    statement inside the block, Python's ``ast`` does not, and neither do we."""
     end = node.end_byte
     row, column = node.end_point
     if column:
         line_start = data.rfind(b"\n", node.start_byte, end) + 1
         if not data[line_start:end].lstrip().startswith(_COMMENT_STARTS):
-            return int(row)  # the common case: the last line is code
+            return int(row), end  # the common case: the last line is code
     current = node
     while current.child_count:
         child: tree_sitter.Node | None = current.child(current.child_count - 1)
@@ -219,7 +234,7 @@ def _last_token_row(node: tree_sitter.Node, comments: frozenset[str], data: byte
         if child is None:
             break
         current = child
-    return int(current.end_point[0])
+    return int(current.end_point[0]), current.end_byte
 
 
 def _collapse(text: str, limit: int) -> str:
@@ -654,7 +669,7 @@ def _finish_definitions(c: Compiled, defs: list[_Def], data: bytes) -> list[Defi
             seen_constants.add(d.qualname)
         node = d.node
         span = d.span
-        end_row = _last_token_row(node, comments, data)
+        end_row, end_byte = _last_token_end(node, comments, data)
         if python:
             doc = _python_docstring(node) if d.kind != "constant" else ""
         else:
@@ -667,7 +682,7 @@ def _finish_definitions(c: Compiled, defs: list[_Def], data: bytes) -> list[Defi
                 start_line=span.start_point[0] + 1,
                 end_line=end_row + 1,
                 start_byte=span.start_byte,
-                end_byte=node.end_byte,
+                end_byte=end_byte,
                 signature=_signature(node, data),
                 doc=doc,
                 parent=d.prefix,
@@ -775,7 +790,7 @@ def _markdown(data: bytes, lines: int) -> FileFacts:
                 start_line=i + 1,
                 end_line=last,
                 start_byte=min(offsets[i], size),
-                end_byte=min(offsets[end], size),
+                end_byte=min(offsets[last], size),
                 signature=_collapse(rows[i].strip(), SIGNATURE_MAX),
                 doc="",
                 parent=parent,

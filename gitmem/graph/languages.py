@@ -3,31 +3,37 @@ nowhere else.
 
 An entry (:class:`LanguageSpec`) says which files are in the language
 (extensions, file names, ``#!`` interpreters), which tree-sitter grammar
-parses them, and what to look for, as tree-sitter queries, one per concern:
+package parses them, small settings (which nodes wrap a definition, which
+comments are docs, which names are built-in types), and what to look for,
+as tree-sitter queries, one per concern:
 
 * ``definitions``: ``@def`` on the definition's node, ``@name`` on its name,
-  the kind set with ``(#set! kind …)`` (a :data:`~gitmem.graph.facts.NodeKind`,
-  or ``impl`` for a block that adds members to a type named elsewhere:
-  Rust ``impl``, Swift ``extension``); optionally ``@receiver`` (a Go
-  method's receiver type, which prefixes the qualified name). A
-  ``function`` directly inside a class, interface, impl (or whatever the
-  entry's ``method_parents`` lists) is a method;
+  the kind set with ``(#set! kind …)``: a :data:`~gitmem.graph.facts.NodeKind`,
+  or ``impl`` for a block that adds members to a type named elsewhere (Rust
+  ``impl``, Swift ``extension``), whose name prefixes its members;
+  ``(#set! declaration yes)`` marks a declaration without a body; optionally
+  ``@receiver``, a Go method's receiver type. A ``function`` directly inside
+  a class, interface or impl (or whatever the entry's ``method_parents``
+  lists) becomes a method;
 * ``imports``: ``@import`` on the statement; the entry's ``imports_of``
   turns it into :class:`~gitmem.graph.facts.Import` facts (module as
   written, names, alias);
-* ``calls``: ``@call`` on the call, ``@name`` on the called name and
-  optionally ``@receiver``;
+* ``calls``: ``@call`` on the call, ``@name`` on the called name, and
+  ``@receiver`` on the receiver, or ``@callee`` on an expression whose
+  source up to the name is the receiver;
 * ``references``: ``@ref.type`` on a name in a type position (kept),
   ``@ref.value`` on a name used as a value (kept when capitalised: see
   :mod:`gitmem.graph.extract`);
-* ``inherits``: ``@base`` on a base as written, ``(#set! kind extends)`` or
-  ``implements``; ``base`` when the syntax does not say (C#, Swift: the
-  entry's ``base_kind`` decides by position and naming convention).
+* ``inherits``: ``@base`` on a base as written, with ``(#set! kind
+  extends)`` or ``implements``, or ``base`` when the syntax does not say
+  (C#, Swift: the entry's ``base_kind`` decides).
 
 Adding a language is one more entry in :data:`LANGUAGES` (and its grammar
-package in ``pyproject.toml``). Grammars are loaded on first use and cached
-per process; each language's queries are compiled once per process into one
-query (one pass over the tree).
+package in ``pyproject.toml``) plus a fixture project in
+``tests/data/code/<language>/``. Grammars are loaded on first use and each
+language's queries are compiled once, into one query (one pass over the
+tree), and both are kept for the life of the process; parsers are per
+thread.
 """
 
 from __future__ import annotations
