@@ -186,13 +186,13 @@ _SPACE = re.compile(r"\s+")
 _TEMPLATE_ARGS = re.compile(r"(?<=\w)<[^<>]*(?:<[^<>]*>[^<>]*)*>")
 
 
+_TYPE_PREFIX = re.compile(r"^(?:[*&]\s*|'\w+\s+|(?:mut|dyn|const)\s+)+")
+
+
 def _clean_type(text: str) -> str:
-    """``*pkg.Foo[T]`` -> ``pkg.Foo``; ``&'a mut Foo<T>`` -> ``Foo``."""
-    text = _GENERIC.sub("", text)
-    text = _SPACE.sub("", text).lstrip("*&\\:")
-    if text.startswith("'"):  # a Rust lifetime before the type
-        text = text.split("mut", 1)[-1] if "mut" in text else text
-    return text.removeprefix("mut").strip()
+    """``*pkg.Foo[T]`` -> ``pkg.Foo``; ``&'a mut Foo<T>`` -> ``Foo``; ``\\Countable`` -> ``Countable``."""
+    text = _TYPE_PREFIX.sub("", _GENERIC.sub("", text).strip())
+    return _SPACE.sub("", text).lstrip("\\:")
 
 
 def _split_qualified(text: str) -> tuple[str, str]:
@@ -346,10 +346,8 @@ def _python_docstring(node: tree_sitter.Node) -> str:
 
 
 def _receiver_text(node: tree_sitter.Node, data: bytes) -> str:
-    if node.type == "call":
-        callee = node.child_by_field_name("function")
-        if callee is not None and callee.type == "identifier" and callee.text == b"super":
-            return "super"
+    """A receiver as written: whitespace removed, ``super(…)`` as ``super``,
+    at most :data:`RECEIVER_MAX` characters."""
     start, end = node.start_byte, node.end_byte
     raw = data[start : min(end, start + 4 * RECEIVER_MAX)].decode("utf-8", "replace")
     text = "".join(raw.split())
