@@ -207,6 +207,20 @@ class Child(Base, mod.Mixin, Generic[T], metaclass=Meta):
     ]
 
 
+def test_python_type_aliases_and_constants() -> None:
+    facts = _facts(
+        "a.py",
+        "import typing\nVector: TypeAlias = list[float]\nPair: typing.TypeAlias = tuple\n"
+        "MAX: int = 3\nMAX = 4\nlower = 5\n_PRIVATE = 6\n__all__ = []\n",
+    )
+    assert [(d.qualname, d.kind, d.start_line) for d in facts.definitions] == [
+        ("Vector", "type", 2),
+        ("Pair", "type", 3),
+        ("MAX", "constant", 4),  # the first assignment defines it
+        ("_PRIVATE", "constant", 7),
+    ]
+
+
 def test_leading_comments_are_docs() -> None:
     rust = _facts(
         "lib.rs",

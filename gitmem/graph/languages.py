@@ -501,6 +501,9 @@ PYTHON = LanguageSpec(
 ((class_definition body: (block (expression_statement (assignment left: (identifier) @name) @def)))
   (#set! kind constant))
 ((type_alias_statement left: (type (identifier) @name)) @def (#set! kind type))
+((module (expression_statement (assignment left: (identifier) @name
+  type: (type [(identifier) (attribute attribute: (identifier))] @_alias)) @def))
+  (#match? @_alias "TypeAlias$") (#set! kind type))
 """,
     imports="""
 (import_statement) @import
