@@ -35,32 +35,17 @@ def _line_count(data: bytes) -> int:
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
 
-def _text_only(path: str, data: bytes) -> FileFacts:
-    """TEMPORARY (until gitmem.graph.extract lands): every file a text file node."""
-    return FileFacts(language="text", lines=_line_count(data))
-
-
-def _no_language(path: str, head: bytes = b"") -> str | None:
-    """TEMPORARY (until gitmem.graph.languages lands)."""
-    return None
-
-
 _LOADED: tuple[Extract, LanguageFor] | None = None
 
 
 def load() -> tuple[Extract, LanguageFor]:
     """``(extract, language_for)``: :func:`gitmem.graph.extract.extract` and
-    :func:`gitmem.graph.languages.language_for` (text file nodes only until
-    those modules exist)."""
+    :func:`gitmem.graph.languages.language_for`."""
     global _LOADED
     if _LOADED is None:
-        try:
-            extract = importlib.import_module("gitmem.graph.extract").extract
-            language_for = importlib.import_module("gitmem.graph.languages").language_for
-        except ModuleNotFoundError as exc:
-            if exc.name not in ("gitmem.graph.extract", "gitmem.graph.languages"):
-                raise
-            extract, language_for = _text_only, _no_language
+        # Imported by name, not at the top: the grammars load in each worker.
+        extract = importlib.import_module("gitmem.graph.extract").extract
+        language_for = importlib.import_module("gitmem.graph.languages").language_for
         _LOADED = (extract, language_for)
     return _LOADED
 

@@ -1,0 +1,16 @@
+<?php
+
+namespace App\Contracts;
+
+interface Shape extends \Countable
+{
+    public function area(): float;
+}
+
+trait Named
+{
+    public function name(): string
+    {
+        return strtolower((new \ReflectionClass($this))->getShortName());
+    }
+}
