@@ -925,6 +925,7 @@ def _rust(ix: Index, path: str, imp: Import) -> Linked | None:
     if not segments:
         return None
     here = _rust_children(path)
+    anchored = segments[0] in ("crate", "self", "super")
     if segments[0] == "crate":
         starts = [_rust_crate_root(ix, path)]
         segments = segments[1:]
@@ -941,7 +942,7 @@ def _rust(ix: Index, path: str, imp: Import) -> Linked | None:
         starts = [here, _rust_crate_root(ix, path)]
     names = _names(imp)
     for start in starts:
-        found = _rust_walk(ix, start, segments)
+        found = _rust_walk(ix, start, segments, own_items=anchored)
         if found is None:
             continue
         mod, items = found
@@ -994,9 +995,12 @@ def _src_of(path: str) -> str:
     return "/".join(parts[: parts.index("src") + 1]) if "src" in parts else ""
 
 
-def _rust_walk(ix: Index, start: str, segments: list[str]) -> tuple[_Mod, list[str]] | None:
+def _rust_walk(
+    ix: Index, start: str, segments: list[str], *, own_items: bool
+) -> tuple[_Mod, list[str]] | None:
     """Follow module segments from ``start``: the deepest module file reached
-    and the segments left over (items inside it)."""
+    and the segments left over (items inside it); with ``own_items``
+    (``crate::x``, ``self::x``), ``x`` may be an item of the start module."""
     directory = start
     reached: str | None = None
     for i, segment in enumerate(segments):
@@ -1013,7 +1017,7 @@ def _rust_walk(ix: Index, start: str, segments: list[str]) -> tuple[_Mod, list[s
                 # items of the starting module itself (crate root or this file)
                 here = [posixpath.join(start, n) for n in ("lib.rs", "main.rs", "mod.rs")]
                 own = [f for f in here if f in ix.files]
-                if not own or i != 0:
+                if not own or i != 0 or not own_items:
                     return None
                 return _Mod((own[0],)), segments
             return _Mod((reached,)), segments[i:]
