@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import pytest
 from graph_oracle import Extractor, ast_facts, facts_of, sample_rule, score, stdlib_sources
 from hypothesis import given
 from hypothesis import strategies as st
