@@ -3,7 +3,7 @@ importing the modules that define them (one per command group)."""
 
 from __future__ import annotations
 
-from gitmem.cli import admin, agents, browse, daemon, manual, mcp, record, retrieve, share
+from gitmem.cli import admin, agents, browse, code, daemon, manual, mcp, record, retrieve, share
 from gitmem.cli.root import Output, app
 
 __all__ = [
@@ -12,6 +12,7 @@ __all__ = [
     "agents",
     "app",
     "browse",
+    "code",
     "daemon",
     "manual",
     "mcp",

@@ -123,6 +123,10 @@ class Match:
     def to_json(self) -> dict[str, Any]:
         return self.symbol.to_json() | {"match": self.match}
 
+    def to_text(self) -> str:
+        s = self.symbol
+        return f"{self.match:<9} {s.kind:<9} {s.ref:<48} {s.location}".rstrip()
+
 
 @dataclass(frozen=True)
 class Reached:
@@ -160,6 +164,30 @@ class Traversal:
     def files(self) -> list[str]:
         """The files of what was reached (tests included), sorted."""
         return sorted({r.symbol.path for r in (*self.results, *self.tests) if r.symbol.path})
+
+    def to_text(self) -> str:
+        """For people: one reached node a line, nearest first, with the route
+        that reaches it (``via``) and its confidence when below 1."""
+        start = self.start[0]
+        labels = {s.id: s.label for s in self.start}
+        labels.update((r.symbol.id, r.symbol.label) for r in (*self.results, *self.tests))
+        what = {"callers": "calls", "callees": "calls", "impact": "edges"}[self.query]
+        head = f"{self.query} of {start.ref} ({start.kind}, {start.location}), up to {self.depth} {what} away"
+        if self.query == "impact":
+            files = {r.symbol.path for r in self.results}
+            tests = {r.symbol.path for r in self.tests}
+            head += (
+                f": {len(self.results)} in {_count(len(files), 'file')},"
+                f" {len(self.tests)} in {_count(len(tests), 'test file')}"
+            )
+        else:
+            head += f": {len(self.results)} found"
+        lines = [head]
+        lines += [_reached_line(r, labels) for r in self.results]
+        if self.tests:
+            lines.append("tests:")
+            lines += [_reached_line(r, labels) for r in self.tests]
+        return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -201,6 +229,19 @@ class Neighborhood:
     symbol: Symbol
     neighbors: tuple[Neighbor, ...]
 
+    def to_text(self) -> str:
+        """For people: the symbol, then one edge a line (out ``->``, in ``<-``)."""
+        s = self.symbol
+        lines = [f"{s.ref} ({s.kind}, {s.location}): {_count(len(self.neighbors), 'edge')}"]
+        for n in self.neighbors:
+            arrow = "->" if n.direction == "out" else "<-"
+            where = f", line {n.line}" if n.line else ""
+            conf = f" {n.confidence:.2f}" if n.confidence < 1 else ""
+            lines.append(
+                f"  {n.kind:<10} {arrow} {n.symbol.ref} ({n.symbol.kind})  {n.reason}{conf}{where}"
+            )
+        return "\n".join(lines)
+
     def to_json(self) -> dict[str, Any]:
         return {"symbol": self.symbol.to_json(), "neighbors": [n.to_json() for n in self.neighbors]}
 
@@ -217,6 +258,20 @@ class AmbiguousSymbolError(UsageError):
             "name one as PATH:QUALNAME (as listed), or by its file path",
         )
         self.candidates = tuple(candidates)
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
+def _reached_line(r: Reached, labels: dict[str, str]) -> str:
+    via = [labels.get(i, i) for i in r.route[1:-1]]
+    text = f"  {r.depth:>2}  {r.symbol.kind:<9} {r.symbol.ref:<48} {r.via}"
+    if via:
+        text += f" via {' > '.join(via)}"
+    if r.confidence < 1:
+        text += f" (confidence {r.confidence:.2f})"
+    return text.rstrip()
 
 
 # -- the lookups, once per view ------------------------------------------------------------------------
