@@ -43,7 +43,10 @@ ruby                    ``require_relative``/``require`` -> ``x.rb`` beside the
 php                     ``use A\\B\\C`` -> the file whose path ends with the longest
                         suffix of ``A/B/C.php`` (PSR-4), ``require 'x.php'`` beside
                         the file
-csharp, swift           ``using X.Y`` / ``import M``: external modules (namespaces)
+csharp                  ``using A.B``: the files declaring namespace ``A.B`` (its
+                        names become visible), else an external namespace
+swift                   ``import M``: the sources under ``Sources/M/`` (or a
+                        directory ``M``), else an external module
 bash                    ``source x`` / ``. x`` beside the file, then from the root
 ======================  ===============================================================
 
@@ -147,13 +150,16 @@ SELF_WORDS: dict[str, frozenset[str]] = {
     "go": frozenset(),
 }
 DEFAULT_SELF = frozenset({"this", "$this", "self", "static"})
+SUPER_WORDS = frozenset({"super", "parent", "base"})  # PHP parent::, C# base.
 IMPLICIT_MEMBERS = frozenset({"java", "kotlin", "csharp", "c_sharp", "cpp", "swift", "ruby"})
 """Languages where a bare call inside a class reaches the class's members."""
-SAME_PACKAGE = frozenset({"go", "java", "kotlin"})
+SAME_PACKAGE = frozenset({"go", "java", "kotlin", "swift"})
 SPLIT_TYPES = frozenset({"go", "rust", "c", "cpp", "csharp", "swift", "kotlin", "ruby"})
 """Languages where a type's members may be defined in other files (Go methods,
 Rust impls, C++ out-of-line members, C# partial classes, Swift extensions…)."""
-"""Languages whose files in one directory see each other's top-level names."""
+"""Languages whose files in one directory see each other's top-level names
+(a Go package; a Java/Kotlin package by the path convention; a Swift module's
+sources, approximated by the directory)."""
 
 FUNCTIONS = frozenset({"function", "method"})
 CLASSES = frozenset({"class", "interface"})
@@ -177,11 +183,13 @@ class _Def:
 @dataclass(frozen=True, slots=True)
 class _Mod:
     """A module in the repository: its files (a Go package has several, a
-    namespace package none) and, for a Python package, its directory (its
-    submodules are its members)."""
+    namespace package none); for a Python package, its directory (its
+    submodules are its members); for a namespace (C#, C++), its qualified
+    name (its members' qualified names start with it)."""
 
     files: tuple[str, ...]
     pkgdir: str | None = None
+    prefix: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -463,10 +471,11 @@ class Index:
     def in_module(self, mod: _Mod, name: str) -> _Target | None:
         """A module's member: a top-level definition, a name it imports
         (a re-export), a submodule, a name of a module it star-imports."""
+        q = f"{mod.prefix}.{name}" if mod.prefix else name
         for f in mod.files:
-            d = self.defs[f].get(name)
-            if d is not None and not d.parent:
-                return _Def(f, name)
+            d = self.defs[f].get(q)
+            if d is not None and d.parent == mod.prefix:
+                return _Def(f, q)
         for f in mod.files:
             ref = self.bindings.get(f, {}).get("", {}).get(name)
             if ref is not None:
@@ -597,17 +606,18 @@ class Index:
         lang = self.lang[path]
         head, rest = parts[0], parts[1:]
         own = self.defs[path]
-        if head in SELF_WORDS.get(lang, DEFAULT_SELF) or head == "super":
+        if head in SELF_WORDS.get(lang, DEFAULT_SELF) or head in SUPER_WORDS:
             cls = self.enclosing_class(path, scope)
             if cls is None or len(rest) != 1:
                 return MISS if rest else None
-            if head == "super":
+            if head in SUPER_WORDS:
                 cls_def = self.class_def(path, cls)
                 up = self.inherited(cls_def, rest[0]) if cls_def is not None else None
                 return _Hit(up[0], "self", CONFIDENCE["self"]) if up else MISS
             member = self.class_member(path, cls, rest[0])
             return _Hit(member[0], "self", member[1]) if member else MISS
         implicit = lang in IMPLICIT_MEMBERS
+        family = _family(lang)
         for s in self.scopes(scope):
             d = own.get(s)
             if d is not None and (
@@ -625,6 +635,23 @@ class Index:
                 member = self.class_member(path, cls, head)
                 if member is not None:
                     return _Hit(member[0], "self", member[1])
+        if family != "python":
+            # an enclosing namespace (C++ namespace, C# namespace, Ruby module),
+            # also one this file only names (C++'s out-of-line geo::Circle::area)
+            for s in self.scopes(scope):
+                d = own.get(s)
+                if d is None and lang not in SPLIT_TYPES:
+                    continue
+                if d is not None and d.kind != "module":
+                    continue
+                q = f"{s}.{head}"
+                if q in own:
+                    return self._finish(_Def(path, q), rest, "same-file", 1.0)
+                elsewhere = [t for t in self.quals.get((family, q), ()) if t.path != path]
+                if len(elsewhere) == 1:
+                    return self._finish(
+                        elsewhere[0], rest, "same-package", CONFIDENCE["same-package"]
+                    )
         top = own.get(head)
         if top is not None and not top.parent:
             return self._finish(_Def(path, head), rest, "same-file", 1.0)
@@ -637,7 +664,6 @@ class Index:
                 if found is not None:
                     return self._finish(found, rest, "import", STAR_CONFIDENCE)
         if lang in SAME_PACKAGE:
-            family = _family(lang)
             same = [
                 _Def(f, head)
                 for f in self.dirs[posixpath.dirname(path)]
@@ -685,6 +711,13 @@ class Index:
                 return _Hit(candidates[0], "unique-name", CONFIDENCE["unique-name"])
             return None
         if name.startswith("__"):
+            return None
+        heads = [c for c in self.bare.get((family, parts[0]), ()) if self._kind(c) in TYPES]
+        if len(heads) == 1 and parts[0][:1].isupper() and family != "python":
+            # Circle.unit() with Circle a class defined once (C#, Swift: no import names it)
+            found = self.walk(heads[0], parts[1:])
+            if isinstance(found, _Def) and self._kind(found) in want:
+                return _Hit(found, "unique-name", CONFIDENCE["unique-name"])
             return None
         if want == TYPES:
             candidates = [c for c in self.bare.get((family, name), ()) if self._kind(c) in want]
@@ -850,12 +883,24 @@ def _javascript(ix: Index, path: str, imp: Import) -> Linked | None:
             if mod is not None:
                 linked.stars.append(mod)
             continue
+        if name == "default" and mod is not None:
+            linked.binds.append((local, _Ref(mod, _js_default(ix, mod.files[0], local))))
+            continue
         linked.binds.append((local, _Ref(target, "" if name == "default" else name)))
     if imp.alias and len(imp.names) != 1:
         linked.binds.append((imp.alias, _Ref(target)))
-    if not imp.names and not imp.alias and mod is not None:
-        linked.stars.append(mod)  # export * from './x' and bare side-effect imports
     return linked
+
+
+def _js_default(ix: Index, path: str, local: str) -> str:
+    """What a default import most likely names (the facts do not mark the
+    default export): a top-level definition of the local name, else the
+    file's only top-level class or function, else the module."""
+    own = ix.defs[path]
+    if local in own and not own[local].parent:
+        return local
+    top = [q for q, d in own.items() if not d.parent and d.kind in ("class", "function")]
+    return top[0] if len(top) == 1 else ""
 
 
 def _js_file(ix: Index, base: str) -> str | None:
@@ -1159,14 +1204,67 @@ def _php(ix: Index, path: str, imp: Import) -> Linked | None:
     return linked
 
 
-def _external(ix: Index, path: str, imp: Import) -> Linked | None:
-    """C# ``using``, Swift ``import``: a module (namespace) outside the files."""
+def _csharp(ix: Index, path: str, imp: Import) -> Linked | None:
+    """``using A.B``: the files declaring namespace ``A.B`` (their names become
+    visible), else an external namespace; ``using X = A.B`` binds ``X``."""
     module = imp.module.strip().removeprefix("static ").strip()
     if not module:
         return None
-    linked = Linked(external=module, reason="external")
+    files = tuple(
+        sorted(
+            {
+                d.path
+                for d in ix.quals.get(("csharp", module), ())
+                if ix.defs[d.path][module].kind == "module"
+            }
+        )
+    )
+    if not files:
+        linked = Linked(external=module, reason="external")
+        if imp.alias:
+            linked.binds.append((imp.alias, _Ref(_Ext(module))))
+        return linked
+    mod = _Mod(files, prefix=module)
+    linked = Linked(files=list(files), reason="module-path")
     if imp.alias:
-        linked.binds.append((imp.alias, _Ref(_Ext(module))))
+        linked.binds.append((imp.alias, _Ref(mod)))
+    else:
+        linked.stars.append(mod)
+    return linked
+
+
+def _swift(ix: Index, path: str, imp: Import) -> Linked | None:
+    """``import M``: the module's sources when the repository holds them
+    (``Sources/M/``, a directory named ``M`` of Swift files), else external."""
+    module = imp.module.strip()
+    if not module:
+        return None
+    dirs = sorted(
+        d
+        for d in ix.dirs
+        if posixpath.basename(d) == module and any(ix.lang[f] == "swift" for f in ix.dirs[d])
+    )
+    preferred = [d for d in dirs if posixpath.basename(posixpath.dirname(d)) == "Sources"] or dirs
+    if len(preferred) != 1:
+        linked = Linked(external=module, reason="external")
+        if imp.alias:
+            linked.binds.append((imp.alias, _Ref(_Ext(module))))
+        return linked
+    base = preferred[0]
+    files = tuple(
+        p
+        for d in sorted(ix.dirs)
+        if d == base or d.startswith(base + "/")
+        for p in ix.dirs[d]
+        if ix.lang[p] == "swift"
+    )
+    mod = _Mod(files)
+    linked = Linked(files=list(files), reason="module-path")
+    names = [n for n, _ in _names(imp) if n != "*"]
+    if names:
+        linked.binds.extend((local, _Ref(mod, n)) for n, local in _names(imp))
+    else:
+        linked.stars.append(mod)
     return linked
 
 
@@ -1195,8 +1293,8 @@ IMPORT_RULES: dict[str, ImportRule] = {
     "cpp": _includes,
     "ruby": _ruby,
     "php": _php,
-    "csharp": _external,
-    "swift": _external,
+    "csharp": _csharp,
+    "swift": _swift,
     "bash": _bash,
 }
 """How each language's imports reach files: one entry per language."""
