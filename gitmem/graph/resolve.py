@@ -543,7 +543,11 @@ class Index:
         return found[0] if len(found) == 1 else None
 
     def class_member(self, path: str, cls_qual: str, name: str) -> tuple[_Def, float] | None:
-        """A member of the class ``cls_qual`` (seen from ``path``) or of a base."""
+        """A member of the class ``cls_qual`` (seen from ``path``) or of a base;
+        its constructor (C++, Java, C#, Swift: named like the class) is the class."""
+        if name == cls_qual.rpartition(".")[2]:
+            cls = self.class_def(path, cls_qual)
+            return (cls, CONFIDENCE["self"]) if cls is not None else None
         q = f"{cls_qual}.{name}"
         if q in self.defs[path]:
             return _Def(path, q), CONFIDENCE["self"]
@@ -608,6 +612,9 @@ class Index:
         own = self.defs[path]
         if head in SELF_WORDS.get(lang, DEFAULT_SELF) or head in SUPER_WORDS:
             cls = self.enclosing_class(path, scope)
+            if cls is not None and not rest and head == "cls":
+                made = self.class_def(path, cls)  # cls(...) in a Python classmethod
+                return _Hit(made, "self", CONFIDENCE["self"]) if made else MISS
             if cls is None or len(rest) != 1:
                 return MISS if rest else None
             if head in SUPER_WORDS:
@@ -631,6 +638,10 @@ class Index:
                 return self._through(ref, rest)
         if implicit and not rest:
             cls = self.enclosing_class(path, scope)
+            if cls is not None and head == "new" and lang == "ruby":
+                made = self.class_def(path, cls)  # new(...) in a Ruby class method
+                if made is not None:
+                    return _Hit(made, "self", CONFIDENCE["self"])
             if cls is not None:
                 member = self.class_member(path, cls, head)
                 if member is not None:
@@ -1164,9 +1175,10 @@ def _ruby(ix: Index, path: str, imp: Import) -> Linked | None:
     ]
     found = next((t for t in tries if t in ix.files), None)
     if found is None and "/" in name:
-        found = _path_ending(ix, name)
+        found = _path_ending(ix, name.lstrip("./"))
     if found is None:
-        return Linked(external=spec, reason="external")
+        # a relative path not in the repository is no module: no edge
+        return None if spec.startswith(".") else Linked(external=spec, reason="external")
     return Linked(files=[found], reason="syntax", stars=[_Mod((found,))])
 
 
@@ -1177,7 +1189,7 @@ def _php(ix: Index, path: str, imp: Import) -> Linked | None:
         if found not in ix.files:
             found = _path_ending(ix, spec.lstrip("./")) or ""
         if not found:
-            return Linked(external=spec, reason="external")
+            return None  # a file outside the repository (vendor/autoload.php): no edge
         return Linked(files=[found], reason="syntax", stars=[_Mod((found,))])
     full = [spec + "\\" + n for n in imp.names] if imp.names else [spec]
     linked = Linked(reason="module-path")
@@ -1269,15 +1281,22 @@ def _swift(ix: Index, path: str, imp: Import) -> Linked | None:
 
 
 def _bash(ix: Index, path: str, imp: Import) -> Linked | None:
-    spec = imp.module.strip("'\"")
+    spec = _SCRIPT_DIR.sub("./", imp.module.strip("'\""))  # "$(dirname "$0")/lib.sh"
+    if "$" in spec or spec.startswith("~"):
+        return None  # a path only the running shell knows
     tries = [
         posixpath.normpath(posixpath.join(posixpath.dirname(path), spec)),
         posixpath.normpath(spec),
     ]
     found = next((t for t in tries if t in ix.files), None)
     if found is None:
-        return Linked(external=spec, reason="external")
+        return None if "/" in spec else Linked(external=spec, reason="external")
     return Linked(files=[found], reason="syntax", stars=[_Mod((found,))])
+
+
+_SCRIPT_DIR = re.compile(
+    r"""^(\$\(\s*dirname\s+"?\$\{?(0|BASH_SOURCE(\[0\])?)\}?"?\s*\)|\$\{BASH_SOURCE(\[0\])?%/\*\}|\$\{0%/\*\}|\$SCRIPT_DIR|\$DIR|\$HERE)/"""
+)
 
 
 IMPORT_RULES: dict[str, ImportRule] = {
