@@ -811,3 +811,76 @@ def counts(items: Iterable[str]) -> dict[str, int]:
     for item in items:
         out[item] += 1
     return dict(out)
+
+
+# -- fixture projects: hand-checked edges per language ------------------------------------------------
+FIXTURES = Path(__file__).resolve().parent / "data" / "graph"
+SCORED_KINDS = ("imports", "calls", "extends", "implements")
+
+
+@dataclass
+class EdgeScore:
+    """One fixture project's edges against its hand-checked list."""
+
+    language: str
+    expected: set[tuple[str, str, str]]
+    found: set[tuple[str, str, str]]
+
+    @property
+    def right(self) -> set[tuple[str, str, str]]:
+        return self.expected & self.found
+
+    @property
+    def precision(self) -> float:
+        return len(self.right) / max(1, len(self.found))
+
+    @property
+    def recall(self) -> float:
+        return len(self.right) / max(1, len(self.expected))
+
+    def by_kind(self, kind: str) -> tuple[int, int, int]:
+        """(right, found, expected) edges of one kind."""
+        return (
+            sum(1 for e in self.right if e[0] == kind),
+            sum(1 for e in self.found if e[0] == kind),
+            sum(1 for e in self.expected if e[0] == kind),
+        )
+
+
+def fixture_languages() -> list[str]:
+    return sorted(p.name for p in FIXTURES.iterdir() if (p / "edges.json").is_file())
+
+
+def fixture_sources(language: str) -> dict[str, bytes]:
+    base = FIXTURES / language
+    return {
+        f.relative_to(base).as_posix(): f.read_bytes()
+        for f in sorted(base.rglob("*"))
+        if f.is_file() and f.name != "edges.json"
+    }
+
+
+def score_fixture(language: str, extract: Extractor) -> EdgeScore:
+    """Extract and resolve a fixture project; compare its edges (imports,
+    calls, extends, implements, as ``path:qualname`` labels, lines ignored)."""
+    import json
+
+    from gitmem.graph.resolve import resolve
+
+    sources = fixture_sources(language)
+    nodes, edges = resolve(facts_of(sources, extract))
+    by_id = {n["id"]: n for n in nodes.to_pylist()}
+
+    def label(node_id: str) -> str:
+        n = by_id[node_id]
+        if not n["path"]:
+            return f"ext:{n['qualname']}"
+        return f"{n['path']}:{n['qualname']}" if n["qualname"] else n["path"]
+
+    found = {
+        (e["kind"], label(e["src"]), label(e["dst"]))
+        for e in edges.to_pylist()
+        if e["kind"] in SCORED_KINDS
+    }
+    listed = json.loads((FIXTURES / language / "edges.json").read_text())["edges"]
+    return EdgeScore(language, {(k, s, d) for k, s, d in listed}, found)

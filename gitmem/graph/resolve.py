@@ -62,7 +62,9 @@ reason               confidence  when
 ``self``             0.9         ``self.f``/``this.f``/``cls.f``/``super().f``, and
                                  a bare call in a class member where the language
                                  makes members visible (Java, C#, C++, Kotlin,
-                                 Swift, Ruby): the class, then its bases
+                                 Swift, Ruby): the class, then its bases (0.8);
+                                 in a Go method, ``c.f()`` with ``c`` a letter or
+                                 two its type's name starts with (0.8)
 ``same-file``        1.0         a top-level definition of the same file
 ``import``           1.0         a name an import binds (``from m import f``,
                                  an alias, ``mod.f`` through ``import mod``),
@@ -161,6 +163,7 @@ Rust impls, C++ out-of-line members, C# partial classes, Swift extensions…).""
 (a Go package; a Java/Kotlin package by the path convention; a Swift module's
 sources, approximated by the directory)."""
 
+HEADERS = (".h", ".hh", ".hpp", ".hxx", ".h++", ".inl")
 FUNCTIONS = frozenset({"function", "method"})
 CLASSES = frozenset({"class", "interface"})
 TYPES = frozenset({"class", "interface", "type"})
@@ -498,6 +501,10 @@ class Index:
         q = f"{cls.qualname}.{name}"
         if q in self.defs[cls.path]:
             return _Def(cls.path, q)
+        if self.lang[cls.path] in SPLIT_TYPES:  # defined in another file (geo::square)
+            elsewhere = self.class_def(cls.path, q)
+            if elsewhere is not None:
+                return elsewhere
         found = self.inherited(cls, name)
         if found is not None:
             return found[0]
@@ -505,6 +512,16 @@ class Index:
         if name == "new" and d is not None and d.kind in CLASSES:
             return cls  # Foo.new (Ruby): the class itself
         return None
+
+    def definition(self, target: _Def) -> _Def:
+        """A C/C++ member declared in a header and defined in one source file:
+        the definition (it holds the body, so its calls; queries follow it)."""
+        if self.lang[target.path] not in ("c", "cpp") or not target.path.endswith(HEADERS):
+            return target
+        found = [
+            d for d in self.quals.get(("c", target.qualname), ()) if not d.path.endswith(HEADERS)
+        ]
+        return found[0] if len(found) == 1 else target
 
     def inherited(self, cls: _Def, name: str) -> tuple[_Def, int] | None:
         """``name`` in ``cls``'s bases, depth first and left to right (Python's
@@ -604,12 +621,25 @@ class Index:
         if isinstance(target, _Ext):
             return hit
         d = self.defs[target.path].get(target.qualname)
-        return hit if d is not None and d.kind in want else None
+        if d is None or d.kind not in want:
+            return None
+        defined = self.definition(target)
+        return hit if defined == target else _Hit(defined, hit.reason, hit.confidence)
 
     def _in_scope(self, path: str, scope: str, parts: list[str]) -> _Hit | _Miss | None:
         lang = self.lang[path]
         head, rest = parts[0], parts[1:]
         own = self.defs[path]
+        if lang == "go" and len(rest) == 1 and head.islower() and len(head) <= 3:
+            # Go names a method's receiver, by custom a letter or two of its type
+            # (c for Circle): c.Area() inside a method of Circle
+            method = own.get(scope)
+            if method is not None and method.kind == "method" and method.parent:
+                type_name = method.parent.rpartition(".")[2]
+                if type_name.lower().startswith(head):
+                    member = self.class_member(path, method.parent, rest[0])
+                    if member is not None:
+                        return _Hit(member[0], "self", member[1] - 0.1)
         if head in SELF_WORDS.get(lang, DEFAULT_SELF) or head in SUPER_WORDS:
             cls = self.enclosing_class(path, scope)
             if cls is not None and not rest and head == "cls":
@@ -689,7 +719,7 @@ class Index:
             return MISS
         return None
 
-    def _through(self, ref: _Ref, rest: list[str]) -> _Hit | _Miss:
+    def _through(self, ref: _Ref, rest: list[str]) -> _Hit | _Miss | None:
         base = self.ref(ref)
         if base is None:
             return MISS
@@ -697,12 +727,14 @@ class Index:
 
     def _finish(
         self, start: _Target, rest: list[str], reason: str, confidence: float
-    ) -> _Hit | _Miss:
+    ) -> _Hit | _Miss | None:
         found = self.walk(start, rest)
         if isinstance(found, _Ext):
             return _Hit(found, "external", CONFIDENCE["external"])
         if isinstance(found, _Def):
             return _Hit(found, reason, confidence)
+        if rest and isinstance(start, _Def) and self._kind(start) == "constant":
+            return None  # a value of unknown type (Swift's let, a module constant): guess
         return MISS
 
     def guess(self, path: str, parts: list[str], want: frozenset[str]) -> _Hit | None:
@@ -717,7 +749,13 @@ class Index:
         if len(parts) == 1:
             if family == "python":
                 return None
-            candidates = [c for c in self.bare.get((family, name), ()) if self._kind(c) in want]
+            candidates = list(
+                dict.fromkeys(
+                    self.definition(c)
+                    for c in self.bare.get((family, name), ())
+                    if self._kind(c) in want
+                )
+            )
             if len(candidates) == 1:
                 return _Hit(candidates[0], "unique-name", CONFIDENCE["unique-name"])
             return None
@@ -733,7 +771,9 @@ class Index:
         if want == TYPES:
             candidates = [c for c in self.bare.get((family, name), ()) if self._kind(c) in want]
         elif "method" in want:
-            candidates = list(self.methods.get((family, name), ()))
+            candidates = list(
+                dict.fromkeys(self.definition(c) for c in self.methods.get((family, name), ()))
+            )
         else:
             return None
         receiver = parts[-2].lstrip("_$").lower().replace("_", "")

@@ -1,0 +1,2 @@
+from .base import Shape
+from .circle import Circle
