@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from graph_oracle import (
     Extractor,
@@ -37,7 +38,7 @@ from gitmem.graph.facts import (
     Mention,
     Reference,
 )
-from gitmem.graph.resolve import resolve
+from gitmem.graph.resolve import Resolver, resolve
 from gitmem.graph.schema import node_id
 
 
@@ -796,3 +797,66 @@ def test_each_languages_edges_match_a_hand_checked_project(language: str) -> Non
 # Recall below 0.9, and why: calls the extractor cannot see (Ruby's calls
 # without parentheses, bare_name, look like variables).
 RECALL_AT_LEAST = {"ruby": 0.75}
+
+
+# -- bringing a resolution up to date ---------------------------------------------------------------
+def test_an_update_after_body_edits_equals_a_full_resolution() -> None:
+    files = python_project()
+    resolver = Resolver()
+    resolver.resolve(files)
+    edited = dict(files)
+    core = files["src/pkg/core.py"]
+    # new calls, moved lines, a changed docstring: the interface stays
+    edited["src/pkg/core.py"] = msgspec.structs.replace(
+        core,
+        lines=core.lines + 3,
+        calls=[*core.calls[1:], Call("slug", line=40, scope="helper")],
+        definitions=[
+            msgspec.structs.replace(x, doc="new", end_line=x.end_line + 3) for x in core.definitions
+        ],
+    )
+    edited["app/main.py"] = msgspec.structs.replace(files["app/main.py"], calls=[])
+    nodes, edges = resolver.update(edited, ["src/pkg/core.py", "app/main.py"])
+    full = resolve(edited)
+    assert nodes.equals(full[0]) and edges.equals(full[1])
+    assert resolver.redone == ["app/main.py", "src/pkg/core.py"]  # not every file
+
+
+def test_an_update_that_changes_an_interface_resolves_everything() -> None:
+    files = python_project()
+    resolver = Resolver()
+    resolver.resolve(files)
+    edited = dict(files)
+    edited["src/pkg/base.py"] = ff("python", d("Base", "class"), d("Base.welcome", "method", 3))
+    nodes, edges = resolver.update(edited, ["src/pkg/base.py"])
+    full = resolve(edited)
+    assert nodes.equals(full[0]) and edges.equals(full[1])
+    assert resolver.redone == sorted(edited)
+    # a file added or removed: everything too
+    del edited["tests/test_core.py"]
+    assert resolver.update(edited, ["tests/test_core.py"])[1].equals(resolve(edited)[1])
+
+
+@given(random_files(), st.data())
+def test_updates_equal_full_resolutions(files: dict[str, FileFacts], data: Any) -> None:
+    resolver = Resolver()
+    resolver.resolve(files)
+    edited = dict(files)
+    changed = data.draw(st.lists(st.sampled_from(sorted(files)), unique=True))
+    for path in changed:
+        old = files[path]
+        calls = data.draw(
+            st.lists(
+                st.builds(
+                    lambda n, r, line: Call(n, r, line=line),
+                    NAMES,
+                    st.sampled_from(["", "self", "a"]),
+                    st.integers(0, 9),
+                ),
+                max_size=4,
+            )
+        )
+        edited[path] = msgspec.structs.replace(old, calls=calls, lines=old.lines + 1)
+    nodes, edges = resolver.update(edited, changed)
+    full = resolve(edited)
+    assert nodes.equals(full[0]) and edges.equals(full[1])

@@ -360,44 +360,48 @@ class Index:
         """Resolve every import: an ``imports`` edge per file reached (or
         external module), and the names each binds in its scope."""
         for path in self.paths:
-            facts = self.files[path]
-            rule = IMPORT_RULES.get(self.lang[path])
-            binds: dict[str, dict[str, _Ref]] = defaultdict(dict)
-            stars: dict[str, list[_Mod]] = defaultdict(list)
-            if rule is not None:
-                for imp in facts.imports:
-                    linked = rule(self, path, imp)
-                    if linked is None:
-                        continue
-                    file_src = node_id(path, "", "file")  # the file's, wherever written
-                    for target in dict.fromkeys(linked.files):
-                        if target != path:
-                            add_edge(
-                                file_src,
-                                node_id(target, "", "file"),
-                                "imports",
-                                linked.reason,
-                                CONFIDENCE[linked.reason],
-                                imp.line,
-                                path,
-                            )
-                    if not linked.files and linked.external:
-                        add_edge(
-                            file_src,
-                            external_id(linked.external),
-                            "imports",
-                            "external",
-                            CONFIDENCE["external"],
-                            imp.line,
-                            path,
-                            external=linked.external,
-                        )
-                    for name, ref in linked.binds:
-                        if name:
-                            binds[imp.scope].setdefault(name, ref)
-                    stars[imp.scope].extend(linked.stars)
-            self.bindings[path] = dict(binds)
-            self.stars[path] = dict(stars)
+            self.link_file(path, add_edge)
+
+    def link_file(self, path: str, add_edge: Callable[..., None]) -> None:
+        """One file's imports (its bindings replace those it had)."""
+        facts = self.files[path]
+        rule = IMPORT_RULES.get(self.lang[path])
+        binds: dict[str, dict[str, _Ref]] = defaultdict(dict)
+        stars: dict[str, list[_Mod]] = defaultdict(list)
+        file_src = self.def_id(path, "")  # the file's imports, wherever written
+        for imp in facts.imports if rule is not None else ():
+            assert rule is not None
+            linked = rule(self, path, imp)
+            if linked is None:
+                continue
+            for target in dict.fromkeys(linked.files):
+                if target != path:
+                    add_edge(
+                        file_src,
+                        self.def_id(target, ""),
+                        "imports",
+                        linked.reason,
+                        CONFIDENCE[linked.reason],
+                        imp.line,
+                        path,
+                    )
+            if not linked.files and linked.external:
+                add_edge(
+                    file_src,
+                    external_id(linked.external),
+                    "imports",
+                    "external",
+                    CONFIDENCE["external"],
+                    imp.line,
+                    path,
+                    external=linked.external,
+                )
+            for name, ref in linked.binds:
+                if name:
+                    binds[imp.scope].setdefault(name, ref)
+            stars[imp.scope].extend(linked.stars)
+        self.bindings[path] = dict(binds)
+        self.stars[path] = dict(stars)
 
     def scope_node(self, path: str, scope: str) -> str:
         """The id of the innermost definition of ``scope`` (the file at top level)."""
@@ -1454,11 +1458,13 @@ def _dotted(text: str) -> list[str] | None:
 
 # -- the tables ---------------------------------------------------------------------------------
 class _Edges:
-    """Edges keyed by (src, kind, dst, line): the most confident reason wins."""
+    """Edges keyed by (src, kind, dst, line): the most confident reason wins.
+    Every key's source lies in the file being resolved, so edges partition by
+    file (the ``path`` column)."""
 
     def __init__(self) -> None:
         self.rows: dict[tuple[str, str, str, int], tuple[float, str, str]] = {}
-        self.externals: dict[str, str] = {}  # module name -> the first importer's language
+        self.externals: dict[str, set[str]] = defaultdict(set)  # path -> modules it reaches
 
     def add(
         self,
@@ -1471,199 +1477,290 @@ class _Edges:
         path: str,
         *,
         external: str | None = None,
-        language: str = "",
     ) -> None:
         key = (src, kind, dst, line)
         old = self.rows.get(key)
         if old is None or confidence > old[0]:
             self.rows[key] = (confidence, reason, path)
         if external is not None:
-            self.externals.setdefault(external, language)
+            self.externals[path].add(external)
+
+
+_NODE_COLUMNS = (
+    "id",
+    "kind",
+    "name",
+    "qualname",
+    "path",
+    "language",
+    "start_line",
+    "end_line",
+    "signature",
+    "doc",
+)
+
+
+def interface(facts: FileFacts) -> tuple[object, ...]:
+    """What other files' resolution reads of a file: its language, its
+    definitions' names, kinds and nesting, its imports and bases (lines left
+    out). While no file's interface changes, a changed file's edges are all
+    that change (:meth:`Resolver.update`)."""
+    return (
+        facts.language,
+        tuple((d.name, d.qualname, d.kind, d.parent) for d in facts.definitions),
+        tuple((i.module, i.names, i.alias, i.scope) for i in facts.imports),
+        tuple((i.child, i.base, i.kind) for i in facts.inherits),
+    )
 
 
 def resolve(files: Mapping[str, FileFacts]) -> tuple[pa.Table, pa.Table]:
     """``(nodes, edges)`` for ``files`` (path -> facts)."""
-    import pyarrow as pa
+    return Resolver().resolve(files)
 
-    ix = Index(files)
-    edges = _Edges()
-    columns: dict[str, list[object]] = {name: [] for name in nodes_schema().names}
 
-    def node(
-        id_: str,
-        kind: str,
-        name: str,
-        qualname: str,
-        path: str,
-        language: str,
-        start: int,
-        end: int,
-        signature: str = "",
-        doc: str = "",
-    ) -> None:
-        for column, value in zip(
-            (
-                "id",
-                "kind",
-                "name",
-                "qualname",
-                "path",
-                "language",
-                "start_line",
-                "end_line",
-                "signature",
-                "doc",
-            ),
-            (id_, kind, name, qualname, path, language, start, end, signature, doc),
-            strict=True,
+class Resolver:
+    """Resolution that can be brought up to date: :meth:`resolve` does every
+    file; :meth:`update`, given the files whose facts changed since, redoes
+    only those when no file's :func:`interface` changed (an edit inside
+    function bodies, the usual case), and everything otherwise. The result
+    is the same either way; a build process keeps one per worktree."""
+
+    def __init__(self) -> None:
+        self._ix: Index | None = None
+        self._interfaces: dict[str, tuple[object, ...]] = {}
+        self._externals: dict[str, set[str]] = {}
+        self._tables: tuple[pa.Table, pa.Table] | None = None
+        self.redone: list[str] = []
+        "The files the last call resolved (every file, or those an update redid)."
+
+    def resolve(self, files: Mapping[str, FileFacts]) -> tuple[pa.Table, pa.Table]:
+        """Every file, from scratch."""
+        ix = Index(files)
+        edges = _Edges()
+        columns: dict[str, list[object]] = {name: [] for name in _NODE_COLUMNS}
+        ix.link_imports(edges.add)
+        for path in ix.paths:
+            _inheritance(ix, path, edges)
+        for path in ix.paths:
+            _file(ix, path, edges, columns)
+        self._ix = ix
+        self._interfaces = {p: interface(files[p]) for p in ix.paths}
+        self._externals = dict(edges.externals)
+        nodes = _nodes_table(columns, self._external_nodes(ix))
+        table = _edges_table(edges)
+        self._tables = (nodes, table)
+        self.redone = list(ix.paths)
+        return nodes, table
+
+    def update(
+        self, files: Mapping[str, FileFacts], changed: Iterable[str]
+    ) -> tuple[pa.Table, pa.Table]:
+        """Bring the last result up to date with ``files``, whose facts
+        differ from the last call's only at the paths ``changed``."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        ix = self._ix
+        changed = sorted(set(changed))
+        if (
+            ix is None
+            or self._tables is None
+            or sorted(files) != ix.paths
+            or any(interface(files[p]) != self._interfaces[p] for p in changed)
         ):
-            columns[column].append(value)
-
-    for path in ix.paths:
-        facts = files[path]
-        file_id = node_id(path, "", "file")
-        node(file_id, "file", posixpath.basename(path), "", path, facts.language, 1, facts.lines)
-        seen: set[tuple[str, str]] = set()
-        for d in facts.definitions:
-            if (d.qualname, d.kind) in seen:
-                continue
-            seen.add((d.qualname, d.kind))
-            own = node_id(path, d.qualname, d.kind)
-            node(
-                own,
-                d.kind,
-                d.name,
-                d.qualname,
-                path,
-                facts.language,
-                d.start_line,
-                d.end_line,
-                d.signature,
-                d.doc,
-            )
-            parent = ix.defs[path].get(d.parent) if d.parent else None
-            src = node_id(path, d.parent, parent.kind) if parent is not None else file_id
-            edges.add(src, own, "contains", "syntax", 1.0, 0, path)
-
-    def add(src: str, kind: str, hit: _Hit, line: int, path: str) -> None:
-        if isinstance(hit.target, _Ext):
-            edges.add(
-                src,
-                external_id(hit.target.name),
-                kind,
-                hit.reason,
-                hit.confidence,
-                line,
-                path,
-                external=hit.target.name,
-                language=files[path].language,
-            )
-            return
-        dst = ix.def_id(hit.target.path, hit.target.qualname)  # "" a file a doc section names
-        if dst != src or kind == "calls":  # recursion is a call; nothing else loops
-            edges.add(src, dst, kind, hit.reason, hit.confidence, line, path)
-
-    def add_import(
-        src: str,
-        dst: str,
-        kind: str,
-        reason: str,
-        confidence: float,
-        line: int,
-        path: str,
-        *,
-        external: str | None = None,
-    ) -> None:
-        edges.add(
-            src,
-            dst,
-            kind,
-            reason,
-            confidence,
-            line,
-            path,
-            external=external,
-            language=files[path].language,
+            return self.resolve(files)
+        self.redone = changed
+        if not changed:
+            return self._tables
+        ix.files = files
+        for path in changed:  # same names and nesting: only spans, docs, calls moved
+            own: dict[str, Definition] = {}
+            for d in files[path].definitions:
+                own.setdefault(d.qualname, d)
+            ix.defs[path] = own
+            for key in [k for k in ix.bases if k.path == path]:
+                del ix.bases[key]
+        edges = _Edges()
+        columns: dict[str, list[object]] = {name: [] for name in _NODE_COLUMNS}
+        for path in changed:
+            ix.link_file(path, edges.add)  # the same bindings; the edges' lines may move
+            _inheritance(ix, path, edges)
+        for path in changed:
+            _file(ix, path, edges, columns)
+            self._externals[path] = edges.externals.get(path, set())
+        old_nodes, old_edges = self._tables
+        gone = pa.array(changed, type=pa.string())
+        keep_nodes = pc.invert(pc.is_in(old_nodes.column("path"), value_set=gone))
+        keep_nodes = pc.and_(keep_nodes, pc.not_equal(old_nodes.column("path"), ""))
+        keep_edges = pc.invert(pc.is_in(old_edges.column("path"), value_set=gone))
+        fresh_nodes = _nodes_table(columns, self._external_nodes(ix))
+        nodes = _sorted(pa.concat_tables([old_nodes.filter(keep_nodes), fresh_nodes]), ["id"])
+        table = _sorted(
+            pa.concat_tables([old_edges.filter(keep_edges), _edges_table(edges)]),
+            ["src", "kind", "dst", "line"],
         )
+        self._tables = (nodes, table)
+        return nodes, table
 
-    ix.link_imports(add_import)
-    _inheritance(ix, add)
-    for path in ix.paths:
-        facts = files[path]
-        for call in facts.calls:
+    def _external_nodes(self, ix: Index) -> list[tuple[object, ...]]:
+        """One node per external module any file reaches; its language is
+        the first such file's (in path order)."""
+        first: dict[str, str] = {}
+        for path in sorted(self._externals):
+            for name in self._externals[path]:
+                first.setdefault(name, ix.files[path].language)
+        return [(external_id(n), "module", n, n, "", first[n], 0, 0, "", "") for n in sorted(first)]
+
+
+def _file(ix: Index, path: str, edges: _Edges, columns: dict[str, list[object]]) -> None:
+    """One file's nodes, and its contains, calls, references and documents edges."""
+    facts = ix.files[path]
+    file_id = ix.def_id(path, "")
+    row = (
+        file_id,
+        "file",
+        posixpath.basename(path),
+        "",
+        path,
+        facts.language,
+        1,
+        facts.lines,
+        "",
+        "",
+    )
+    for column, value in zip(_NODE_COLUMNS, row, strict=True):
+        columns[column].append(value)
+    seen: set[tuple[str, str]] = set()
+    own_defs = ix.defs[path]
+    for d in facts.definitions:
+        if (d.qualname, d.kind) in seen:
+            continue
+        seen.add((d.qualname, d.kind))
+        own = node_id(path, d.qualname, d.kind)
+        row = (
+            own,
+            d.kind,
+            d.name,
+            d.qualname,
+            path,
+            facts.language,
+            d.start_line,
+            d.end_line,
+            d.signature,
+            d.doc,
+        )
+        for column, value in zip(_NODE_COLUMNS, row, strict=True):
+            columns[column].append(value)
+        src = ix.def_id(path, d.parent) if d.parent and d.parent in own_defs else file_id
+        edges.add(src, own, "contains", "syntax", 1.0, 0, path)
+
+    def add(src: str, kind: str, hit: _Hit, line: int) -> None:
+        _add_hit(ix, edges, path, src, kind, hit, line)
+
+    memo: dict[tuple[str, str, str], _Hit | None] = {}
+    for call in facts.calls:
+        key = (call.scope, call.receiver, call.name)
+        if key in memo:
+            hit = memo[key]
+        else:
             parts = _parts(call.receiver, call.name)
-            src = ix.scope_node(path, call.scope)
             if parts is None:
                 hit = ix.guess(path, ["?", call.name], CALLABLE) if call.name else None
             else:
                 hit = ix.lookup(path, call.scope, parts, CALLABLE)
-            if hit is not None:
-                add(src, "calls", hit, call.line, path)
-        for ref in facts.references:
-            parts = _dotted(ref.name)
-            if parts is None:
-                continue
-            hit = ix.lookup(path, ref.scope, parts, REFERABLE, guess=TYPES)
-            if hit is None or isinstance(hit.target, _Ext):
-                continue
-            add(ix.scope_node(path, ref.scope), "references", hit, ref.line, path)
-        if facts.mentions:
-            _documents(ix, path, add)
-
-    for name, language in sorted(edges.externals.items()):
-        node(external_id(name), "module", name, name, "", language, 0, 0)
-    order = sorted(range(len(columns["id"])), key=lambda i: str(columns["id"][i]))
-    nodes = pa.table(
-        {
-            c: pa.array([columns[c][i] for i in order], type=nodes_schema().field(c).type)
-            for c in columns
-        },
-        schema=nodes_schema(),
-    )
-    keys = sorted(edges.rows)
-    table = {
-        "src": [k[0] for k in keys],
-        "dst": [k[2] for k in keys],
-        "kind": [k[1] for k in keys],
-        "confidence": [edges.rows[k][0] for k in keys],
-        "reason": [edges.rows[k][1] for k in keys],
-        "line": [k[3] for k in keys],
-        "path": [edges.rows[k][2] for k in keys],
-    }
-    return nodes, pa.table(table, schema=edges_schema())
-
-
-def _inheritance(ix: Index, add: Callable[[str, str, _Hit, int, str], None]) -> None:
-    """``extends``/``implements`` edges, and the bases calls climb."""
-    for path in ix.paths:
-        own = ix.defs[path]
-        for inh in ix.files[path].inherits:
-            child = own.get(inh.child)
-            parts = _dotted(inh.base)
-            if child is None or parts is None:
-                continue
-            hit = ix.lookup(path, child.parent, parts, TYPES)
-            if hit is None or not isinstance(hit.target, _Def):
-                continue
-            if hit.target == _Def(path, inh.child):
-                continue  # class A(A): the base is an outer A, not found
-            base_kind = ix.defs[hit.target.path][hit.target.qualname].kind
-            kind = inh.kind
-            if base_kind == "interface":
-                kind = "extends" if child.kind == "interface" else "implements"
-            ix.bases.setdefault(_Def(path, inh.child), []).append(hit.target)
-            src = node_id(path, child.qualname, child.kind)
-            add(src, kind, hit, inh.line or child.start_line, path)
-
-
-def _documents(ix: Index, path: str, add: Callable[[str, str, _Hit, int, str], None]) -> None:
-    """``documents`` edges from a Markdown section to what its mentions name."""
-    own = ix.defs[path]
-    for mention in ix.files[path].mentions:
-        section = own.get(mention.section)
+            memo[key] = hit
+        if hit is not None:
+            add(ix.scope_node(path, call.scope), "calls", hit, call.line)
+    for ref in facts.references:
+        parts = _dotted(ref.name)
+        if parts is None:
+            continue
+        hit = ix.lookup(path, ref.scope, parts, REFERABLE, guess=TYPES)
+        if hit is None or isinstance(hit.target, _Ext):
+            continue
+        add(ix.scope_node(path, ref.scope), "references", hit, ref.line)
+    for mention in facts.mentions:
+        section = own_defs.get(mention.section)
         if section is None or section.kind != "section":
             continue
         hit = ix.mentioned(mention.name)
-        if hit is None:
+        if hit is not None:
+            add(ix.def_id(path, section.qualname), "documents", hit, mention.line)
+
+
+def _add_hit(
+    ix: Index, edges: _Edges, path: str, src: str, kind: str, hit: _Hit, line: int
+) -> None:
+    if isinstance(hit.target, _Ext):
+        name = hit.target.name
+        edges.add(
+            src, external_id(name), kind, hit.reason, hit.confidence, line, path, external=name
+        )
+        return
+    dst = ix.def_id(hit.target.path, hit.target.qualname)  # "" a file a doc section names
+    if dst != src or kind == "calls":  # recursion is a call; nothing else loops
+        edges.add(src, dst, kind, hit.reason, hit.confidence, line, path)
+
+
+def _inheritance(ix: Index, path: str, edges: _Edges) -> None:
+    """One file's ``extends``/``implements`` edges, and the bases calls climb."""
+    own = ix.defs[path]
+    for inh in ix.files[path].inherits:
+        child = own.get(inh.child)
+        parts = _dotted(inh.base)
+        if child is None or parts is None:
             continue
-        add(node_id(path, section.qualname, "section"), "documents", hit, mention.line, path)
+        hit = ix.lookup(path, child.parent, parts, TYPES)
+        if hit is None or not isinstance(hit.target, _Def):
+            continue
+        if hit.target == _Def(path, inh.child):
+            continue  # class A(A): the base is an outer A, not found
+        base_kind = ix.defs[hit.target.path][hit.target.qualname].kind
+        kind = inh.kind
+        if base_kind == "interface":
+            kind = "extends" if child.kind == "interface" else "implements"
+        ix.bases.setdefault(_Def(path, inh.child), []).append(hit.target)
+        src = node_id(path, child.qualname, child.kind)
+        _add_hit(ix, edges, path, src, kind, hit, inh.line or child.start_line)
+
+
+def _nodes_table(columns: dict[str, list[object]], externals: list[tuple[object, ...]]) -> pa.Table:
+    import pyarrow as pa
+
+    for row in externals:
+        for column, value in zip(_NODE_COLUMNS, row, strict=True):
+            columns[column].append(value)
+    schema = nodes_schema()
+    table = pa.table(
+        {c: pa.array(columns[c], type=schema.field(c).type) for c in _NODE_COLUMNS}, schema=schema
+    )
+    return _sorted(table, ["id"])
+
+
+def _edges_table(edges: _Edges) -> pa.Table:
+    import pyarrow as pa
+
+    keys = list(edges.rows)
+    rows = edges.rows
+    table = pa.table(
+        {
+            "src": [k[0] for k in keys],
+            "dst": [k[2] for k in keys],
+            "kind": [k[1] for k in keys],
+            "confidence": [rows[k][0] for k in keys],
+            "reason": [rows[k][1] for k in keys],
+            "line": [k[3] for k in keys],
+            "path": [rows[k][2] for k in keys],
+        },
+        schema=edges_schema(),
+    )
+    return _sorted(table, ["src", "kind", "dst", "line"])
+
+
+def _sorted(table: pa.Table, keys: list[str]) -> pa.Table:
+    """Rows in the tables' order (strings compare by code point, as Python
+    sorts them: ids and kinds are ASCII)."""
+    import pyarrow.compute as pc
+
+    order = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in keys])
+    return table.take(order).combine_chunks()
