@@ -822,19 +822,30 @@ def test_an_update_after_body_edits_equals_a_full_resolution() -> None:
     assert resolver.redone == ["app/main.py", "src/pkg/core.py"]  # not every file
 
 
-def test_an_update_that_changes_an_interface_resolves_everything() -> None:
+def test_an_update_redoes_the_files_that_name_what_came_or_went() -> None:
     files = python_project()
     resolver = Resolver()
     resolver.resolve(files)
     edited = dict(files)
+    # Base.greet becomes Base.welcome: core.py calls greet (self.greet, super().greet)
     edited["src/pkg/base.py"] = ff("python", d("Base", "class"), d("Base.welcome", "method", 3))
     nodes, edges = resolver.update(edited, ["src/pkg/base.py"])
     full = resolve(edited)
     assert nodes.equals(full[0]) and edges.equals(full[1])
+    assert resolver.redone == ["src/pkg/base.py", "src/pkg/core.py"]
+
+
+def test_an_update_that_changes_imports_or_files_resolves_everything() -> None:
+    files = python_project()
+    resolver = Resolver()
+    resolver.resolve(files)
+    edited = dict(files)
+    edited["tests/test_core.py"] = msgspec.structs.replace(files["tests/test_core.py"], imports=[])
+    assert resolver.update(edited, ["tests/test_core.py"])[1].equals(resolve(edited)[1])
     assert resolver.redone == sorted(edited)
-    # a file added or removed: everything too
     del edited["tests/test_core.py"]
     assert resolver.update(edited, ["tests/test_core.py"])[1].equals(resolve(edited)[1])
+    assert resolver.redone == sorted(edited)
 
 
 @given(random_files(), st.data())
@@ -857,6 +868,11 @@ def test_updates_equal_full_resolutions(files: dict[str, FileFacts], data: Any) 
             )
         )
         edited[path] = msgspec.structs.replace(old, calls=calls, lines=old.lines + 1)
+        if data.draw(st.booleans()):  # definitions come and go too
+            other = data.draw(random_files())
+            donor = other[sorted(other)[0]]
+            if donor.language == old.language:
+                edited[path] = msgspec.structs.replace(edited[path], definitions=donor.definitions)
     nodes, edges = resolver.update(edited, changed)
     full = resolve(edited)
     assert nodes.equals(full[0]) and edges.equals(full[1])

@@ -106,7 +106,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gitmem.graph.facts import Definition, FileFacts, Import
 from gitmem.graph.schema import edges_schema, node_id, nodes_schema
@@ -257,10 +257,6 @@ class Index:
         self.methods: dict[tuple[str, str], list[_Def]] = defaultdict(list)
         self.quals: dict[tuple[str, str], list[_Def]] = defaultdict(list)
         for path in self.paths:
-            own: dict[str, Definition] = {}
-            for d in files[path].definitions:
-                own.setdefault(d.qualname, d)
-            self.defs[path] = own
             directory = posixpath.dirname(path)
             self.dirs[directory].append(path)
             while directory not in self.all_dirs:
@@ -268,24 +264,10 @@ class Index:
                 if not directory:
                     break
                 directory = posixpath.dirname(directory)
-            family = _family(self.lang[path])
-            for q, d in own.items():
-                target = _Def(path, q)
-                self.quals[(family, q)].append(target)
-                parent = own.get(d.parent) if d.parent else None
-                # a bare name reaches top-level definitions (and, outside Python,
-                # those of namespaces and classes: Java's nested classes)
-                visible = (
-                    not d.parent
-                    if family == "python"
-                    else (parent is None or parent.kind in ("module", "class", "interface"))
-                )
-                if d.kind == "method":
-                    self.methods[(family, d.name)].append(target)
-                elif visible and (d.kind in TYPES or d.kind == "function"):
-                    self.bare[(family, d.name)].append(target)
+            self.index_file(path)
         self._py_setup()
         self.bindings: dict[str, dict[str, dict[str, _Ref]]] = {}
+        self.imports_of: dict[str, set[str]] = {}
         self.stars: dict[str, dict[str, list[_Mod]]] = {}
         self.bases: dict[_Def, list[_Def]] = {}
         self._ref_memo: dict[_Ref, _Target | None] = {}
@@ -297,6 +279,48 @@ class Index:
         self._include_dirs: list[str] | None = None
         self._mention_names: dict[str, list[_Def]] | None = None
         self._mention_quals: dict[str, list[_Def]] | None = None
+
+    def index_file(self, path: str) -> None:
+        """Index a file's definitions (first of each qualified name) by name."""
+        own: dict[str, Definition] = {}
+        for d in self.files[path].definitions:
+            own.setdefault(d.qualname, d)
+        self.defs[path] = own
+        family = _family(self.lang[path])
+        for q, d in own.items():
+            target = _Def(path, q)
+            self.quals[(family, q)].append(target)
+            parent = own.get(d.parent) if d.parent else None
+            # a bare name reaches top-level definitions (and, outside Python,
+            # those of namespaces and classes: Java's nested classes)
+            visible = (
+                not d.parent
+                if family == "python"
+                else (parent is None or parent.kind in ("module", "class", "interface"))
+            )
+            if d.kind == "method":
+                self.methods[(family, d.name)].append(target)
+            elif visible and (d.kind in TYPES or d.kind == "function"):
+                self.bare[(family, d.name)].append(target)
+
+    def reindex_file(self, path: str) -> None:
+        """Index a file's definitions again (its facts changed), and forget
+        every lookup remembered."""
+        family = _family(self.lang[path])
+        for q, d in self.defs[path].items():
+            for table, key in (
+                (self.quals, (family, q)),
+                (self.methods, (family, d.name)),
+                (self.bare, (family, d.name)),
+            ):
+                entries = table.get(key)
+                if entries is not None:
+                    entries[:] = [t for t in entries if t.path != path]
+        self.index_file(path)
+        self._ref_memo.clear()
+        self._guess_memo.clear()
+        self._node_memo.clear()
+        self._mention_names = self._mention_quals = None
 
     # -- Python's module layout -------------------------------------------------------------
     def _py_setup(self) -> None:
@@ -369,11 +393,13 @@ class Index:
         binds: dict[str, dict[str, _Ref]] = defaultdict(dict)
         stars: dict[str, list[_Mod]] = defaultdict(list)
         file_src = self.def_id(path, "")  # the file's imports, wherever written
+        reached: set[str] = set()
         for imp in facts.imports if rule is not None else ():
             assert rule is not None
             linked = rule(self, path, imp)
             if linked is None:
                 continue
+            reached.update(linked.files)
             for target in dict.fromkeys(linked.files):
                 if target != path:
                     add_edge(
@@ -402,6 +428,7 @@ class Index:
             stars[imp.scope].extend(linked.stars)
         self.bindings[path] = dict(binds)
         self.stars[path] = dict(stars)
+        self.imports_of[path] = reached - {path}
 
     def scope_node(self, path: str, scope: str) -> str:
         """The id of the innermost definition of ``scope`` (the file at top level)."""
@@ -1500,7 +1527,7 @@ _NODE_COLUMNS = (
 )
 
 
-def interface(facts: FileFacts) -> tuple[object, ...]:
+def interface(facts: FileFacts) -> tuple[Any, ...]:
     """What other files' resolution reads of a file: its language, its
     definitions' names, kinds and nesting, its imports and bases (lines left
     out). While no file's interface changes, a changed file's edges are all
@@ -1513,6 +1540,26 @@ def interface(facts: FileFacts) -> tuple[object, ...]:
     )
 
 
+_WORD = re.compile(r"[A-Za-z_$][\w$]*")
+
+
+def _tokens(facts: FileFacts) -> set[str]:
+    """Every identifier a file's lookups name: in its calls, references,
+    bases, mentions and imports, and in the scopes they are made from."""
+    words: set[str] = set()
+    text = " ".join(
+        [
+            *(f"{c.receiver} {c.name} {c.scope}" for c in facts.calls),
+            *(f"{r.name} {r.scope}" for r in facts.references),
+            *(f"{i.child} {i.base}" for i in facts.inherits),
+            *(m.name for m in facts.mentions),
+            *(f"{i.module} {' '.join(i.names)} {i.alias} {i.scope}" for i in facts.imports),
+        ]
+    )
+    words.update(_WORD.findall(text))
+    return words
+
+
 def resolve(files: Mapping[str, FileFacts]) -> tuple[pa.Table, pa.Table]:
     """``(nodes, edges)`` for ``files`` (path -> facts)."""
     return Resolver().resolve(files)
@@ -1521,15 +1568,17 @@ def resolve(files: Mapping[str, FileFacts]) -> tuple[pa.Table, pa.Table]:
 class Resolver:
     """Resolution that can be brought up to date: :meth:`resolve` does every
     file; :meth:`update`, given the files whose facts changed since, redoes
-    only those when no file's :func:`interface` changed (an edit inside
-    function bodies, the usual case), and everything otherwise. The result
-    is the same either way; a build process keeps one per worktree."""
+    only the files a change can affect (see there). The result is the same
+    either way (tests check it on random edits); a build process keeps one
+    per worktree."""
 
     def __init__(self) -> None:
         self._ix: Index | None = None
-        self._interfaces: dict[str, tuple[object, ...]] = {}
+        self._interfaces: dict[str, tuple[Any, ...]] = {}
         self._externals: dict[str, set[str]] = {}
         self._tables: tuple[pa.Table, pa.Table] | None = None
+        self._tokens: dict[str, set[str]] | None = None
+        self._file_tokens: dict[str, set[str]] = {}
         self.redone: list[str] = []
         "The files the last call resolved (every file, or those an update redid)."
 
@@ -1544,6 +1593,7 @@ class Resolver:
         for path in ix.paths:
             _file(ix, path, edges, columns)
         self._ix = ix
+        self._tokens = None
         self._interfaces = {p: interface(files[p]) for p in ix.paths}
         self._externals = dict(edges.externals)
         nodes = _nodes_table(columns, self._external_nodes(ix))
@@ -1556,40 +1606,75 @@ class Resolver:
         self, files: Mapping[str, FileFacts], changed: Iterable[str]
     ) -> tuple[pa.Table, pa.Table]:
         """Bring the last result up to date with ``files``, whose facts
-        differ from the last call's only at the paths ``changed``."""
+        differ from the last call's only at the paths ``changed``.
+
+        Redone: the changed files and, when their definitions changed, the
+        files naming an identifier of a definition that came or went (a
+        lookup can only change where its expression or scope names the
+        definition it finds or used to find), and the importers of a changed
+        JavaScript/TypeScript file or Python ``__init__`` (their import rules
+        read its definitions). Everything is resolved again when files came
+        or went, or a changed file's language, imports or bases changed, or
+        the bases of a redone class changed."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
         ix = self._ix
         changed = sorted(set(changed))
-        if (
-            ix is None
-            or self._tables is None
-            or sorted(files) != ix.paths
-            or any(interface(files[p]) != self._interfaces[p] for p in changed)
-        ):
+        if ix is None or self._tables is None or sorted(files) != ix.paths:
             return self.resolve(files)
-        self.redone = changed
+        fresh = {p: interface(files[p]) for p in changed}
+        old = self._interfaces
+        if any(fresh[p][0] != old[p][0] or fresh[p][2:] != old[p][2:] for p in changed):
+            return self.resolve(files)
         if not changed:
+            self.redone = []
             return self._tables
+        tokens = self._token_index()
+        names: set[str] = set()
+        redefined = [p for p in changed if fresh[p][1] != old[p][1]]
+        for path in redefined:
+            for name, qualname, _kind, _parent in set(fresh[path][1]) ^ set(old[path][1]):
+                names.add(name)
+                names.update(_WORD.findall(qualname))
+        affected = set(changed)
+        for name in names:
+            affected |= tokens.get(name, set())
+        for path in redefined:
+            if _family(ix.lang[path]) == "js" or posixpath.basename(path).startswith("__init__."):
+                affected |= {q for q, targets in ix.imports_of.items() if path in targets}
         ix.files = files
-        for path in changed:  # same names and nesting: only spans, docs, calls moved
-            own: dict[str, Definition] = {}
-            for d in files[path].definitions:
-                own.setdefault(d.qualname, d)
-            ix.defs[path] = own
-            for key in [k for k in ix.bases if k.path == path]:
-                del ix.bases[key]
+        for path in changed:
+            if path in redefined:
+                ix.reindex_file(path)
+            else:  # the same names and nesting: only spans, docs and calls moved
+                own: dict[str, Definition] = {}
+                for d in files[path].definitions:
+                    own.setdefault(d.qualname, d)
+                ix.defs[path] = own
+        redo = sorted(affected)
+        before = {k: v for k, v in ix.bases.items() if k.path in affected}
+        for key in before:
+            del ix.bases[key]
         edges = _Edges()
-        columns: dict[str, list[object]] = {name: [] for name in _NODE_COLUMNS}
-        for path in changed:
-            ix.link_file(path, edges.add)  # the same bindings; the edges' lines may move
+        for path in redo:
+            ix.link_file(path, edges.add)  # the same bindings but for definitions that moved
             _inheritance(ix, path, edges)
-        for path in changed:
+        if {k: v for k, v in ix.bases.items() if k.path in affected} != before:
+            return self.resolve(files)  # a class's bases moved: inherited lookups anywhere
+        columns: dict[str, list[object]] = {name: [] for name in _NODE_COLUMNS}
+        for path in redo:
             _file(ix, path, edges, columns)
             self._externals[path] = edges.externals.get(path, set())
+        for path in changed:
+            for token in self._file_tokens.get(path, ()):
+                tokens.get(token, set()).discard(path)
+            self._file_tokens[path] = _tokens(files[path])
+            for token in self._file_tokens[path]:
+                tokens.setdefault(token, set()).add(path)
+        self._interfaces.update(fresh)
         old_nodes, old_edges = self._tables
-        gone = pa.array(changed, type=pa.string())
+        gone = pa.array(redo, type=pa.string())
         keep_nodes = pc.invert(pc.is_in(old_nodes.column("path"), value_set=gone))
         keep_nodes = pc.and_(keep_nodes, pc.not_equal(old_nodes.column("path"), ""))
         keep_edges = pc.invert(pc.is_in(old_edges.column("path"), value_set=gone))
@@ -1600,7 +1685,21 @@ class Resolver:
             ["src", "kind", "dst", "line"],
         )
         self._tables = (nodes, table)
+        self.redone = redo
         return nodes, table
+
+    def _token_index(self) -> dict[str, set[str]]:
+        """Identifier -> the files whose facts name it (built on first need)."""
+        if self._tokens is None:
+            assert self._ix is not None
+            self._tokens = {}
+            self._file_tokens = {}
+            for path in self._ix.paths:
+                found = _tokens(self._ix.files[path])
+                self._file_tokens[path] = found
+                for token in found:
+                    self._tokens.setdefault(token, set()).add(path)
+        return self._tokens
 
     def _external_nodes(self, ix: Index) -> list[tuple[object, ...]]:
         """One node per external module any file reaches; its language is
