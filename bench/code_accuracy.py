@@ -10,6 +10,8 @@
 * **Every language's fixture project** (``tests/data/graph/<language>/``):
   precision and recall of its imports, calls, extends and implements edges
   against the hand-checked list, as the README's table.
+* **Updates**: resolving everything, and ``Resolver.update`` after one
+  file changed (a call added; a function added);
 * **Queries** on the standard library's graph, hot (lookups built): p50 of
   find, callers and impact at depth 3, neighbors, and the map at 2,000 tokens
   (with a new focus each time, so that PageRank runs).
@@ -26,6 +28,7 @@ import statistics
 import sys
 import sysconfig
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -75,8 +78,52 @@ def main() -> int:
         print(fixture_table(extract))
     if not args.no_queries:
         print()
+        updates(facts)
+        print()
         queries(nodes, edges, facts)
     return 0
+
+
+def updates(facts: dict[str, object]) -> None:
+    """Resolver.update after one file changed: a call added (a body edit) and
+    a function added (a definition that comes), p50 over a few files."""
+    import msgspec
+
+    from gitmem.graph.facts import Call, Definition
+    from gitmem.graph.resolve import Resolver
+
+    resolver = Resolver()
+    started = time.perf_counter()
+    resolver.resolve(facts)  # type: ignore[arg-type]
+    print(f"resolve everything: {time.perf_counter() - started:.2f} s")
+    resolver.update(facts, [sorted(facts)[0]])  # type: ignore[arg-type]  # builds the token index once
+    paths = sorted(p for p in facts if p.endswith(".py"))
+    current = dict(facts)
+    for label in ("a call added", "a function added"):
+        times, redone = [], []
+        for i in range(9):
+            path = paths[(i * 37) % len(paths)]
+            old = current[path]
+            if label == "a call added":
+                new = msgspec.structs.replace(
+                    old, calls=[*old.calls, Call("loads", "json", line=old.lines + 1)]
+                )  # type: ignore[type-var]
+            else:
+                made = Definition(
+                    f"_added_{i}", f"_added_{i}", "function", old.lines + 2, old.lines + 3, 0, 0
+                )  # type: ignore[attr-defined]
+                new = msgspec.structs.replace(
+                    old, definitions=[*old.definitions, made], lines=old.lines + 3
+                )  # type: ignore[type-var, attr-defined]
+            current[path] = new
+            t = time.perf_counter()
+            resolver.update(current, [path])  # type: ignore[arg-type]
+            times.append(time.perf_counter() - t)
+            redone.append(len(resolver.redone))
+        print(
+            f"  update after {label}: p50 {1000 * statistics.median(times):.0f} ms,"
+            f" files redone {statistics.median(redone):.0f} (max {max(redone)})"
+        )
 
 
 def _extractor(choice: str | None) -> tuple[oracle.Extractor, str]:
@@ -141,6 +188,9 @@ def queries(nodes: object, edges: object, facts: dict[str, object]) -> None:
     rng = random.Random(13)
     functions = [i for i, k in enumerate(ix.kind) if k in ("function", "method")]
     picks = [ix.symbol(i) for i in rng.sample(functions, 50)]
+    calls = ix.edge_kinds.index("calls")
+    fan_in = Counter(int(d) for d, k in zip(ix.dst, ix.ekind, strict=True) if k == calls)
+    popular = [ix.symbol(i) for i, _ in fan_in.most_common(50)]
     files_list = sorted(ix.by_path)
 
     def p50(label: str, run: Callable[[int], object], n: int = 50) -> None:
@@ -158,6 +208,8 @@ def queries(nodes: object, edges: object, facts: dict[str, object]) -> None:
     p50("callers, depth 3", lambda i: query.callers(view, picks[i], 3))
     p50("callees, depth 3", lambda i: query.callees(view, picks[i], 3))
     p50("impact, depth 3", lambda i: query.impact(view, picks[i], 3))
+    p50("callers, depth 3, of the 50 most called", lambda i: query.callers(view, popular[i], 3))
+    p50("impact, depth 3, of the 50 most called", lambda i: query.impact(view, popular[i], 3))
     p50("neighbors", lambda i: query.neighbors(view, picks[i]))
     p50("map, 2,000 tokens, no focus", lambda i: rank.repo_map(view, budget_tokens=2000), 20)
     p50(
