@@ -90,7 +90,7 @@ class Mapped:
         return self.map.to_json() | {"warnings": list(self.warnings)}
 
 
-def open_graph(repo: Repo = None) -> GraphView:
+def graph_view(repo: Repo = None) -> GraphView:
     """The worktree's code graph, brought up to date first when it is stale."""
     from gitmem.graph.view import GraphView
 
@@ -117,7 +117,7 @@ def find(repo: Repo = None, name: str = "", *, kinds: Iterable[str] = (), limit:
         raise UsageError("give a name to find", "git edda code find NAME")
     if not 1 <= limit <= MAX_FIND:
         raise UsageError(f"the limit must be between 1 and {MAX_FIND:,}, not {limit:,}")
-    view = open_graph(repo)
+    view = graph_view(repo)
     matches = query.find(view, name, kinds=wanted or None, limit=limit)
     return Found(name, tuple(matches), _warnings(view))
 
@@ -126,7 +126,7 @@ def callers(repo: Repo = None, symbol: str = "", *, depth: int = 3) -> Walked:
     """Who calls ``symbol`` (transitively, up to ``depth`` calls away)."""
     from gitmem.graph import query
 
-    view = open_graph(repo)
+    view = graph_view(repo)
     return Walked(query.callers(view, _named(symbol), _depth(depth)), _warnings(view))
 
 
@@ -134,7 +134,7 @@ def callees(repo: Repo = None, symbol: str = "", *, depth: int = 3) -> Walked:
     """What ``symbol`` calls (transitively, up to ``depth`` calls away)."""
     from gitmem.graph import query
 
-    view = open_graph(repo)
+    view = graph_view(repo)
     return Walked(query.callees(view, _named(symbol), _depth(depth)), _warnings(view))
 
 
@@ -142,7 +142,7 @@ def impact(repo: Repo = None, target: str = "", *, depth: int = 3) -> Walked:
     """What depends on ``target`` (a file or a symbol), the tests apart."""
     from gitmem.graph import query
 
-    view = open_graph(repo)
+    view = graph_view(repo)
     return Walked(query.impact(view, _named(target), _depth(depth)), _warnings(view))
 
 
@@ -150,7 +150,7 @@ def neighbors(repo: Repo = None, symbol: str = "") -> Around:
     """Every edge at ``symbol``, in and out, one hop."""
     from gitmem.graph import query
 
-    view = open_graph(repo)
+    view = graph_view(repo)
     return Around(query.neighbors(view, _named(symbol)), _warnings(view))
 
 
@@ -159,7 +159,7 @@ def repo_map(repo: Repo = None, *, focus: Iterable[str] = (), budget: int = 2000
     ``focus`` files (paths from the repository root)."""
     from gitmem.graph import rank
 
-    view = open_graph(repo)
+    view = graph_view(repo)
     files = set(view.files.column("path").to_pylist())
     chosen = [f.strip().removeprefix("./") for f in focus if f.strip()]
     warnings = list(_warnings(view))
