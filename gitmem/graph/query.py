@@ -335,6 +335,7 @@ class GraphIndex:
         self.start: list[int] = nodes.column("start_line").to_pylist()
         self.end: list[int] = nodes.column("end_line").to_pylist()
         self._signature = nodes.column("signature")
+        self._signatures: list[str | None] | None = None
         n = len(self.ids)
         id_column = nodes.column("id")
         src = pc.index_in(edges.column("src"), value_set=id_column).to_numpy(zero_copy_only=False)
@@ -369,7 +370,9 @@ class GraphIndex:
 
     # -- symbols ---------------------------------------------------------------------------------
     def symbol(self, i: int) -> Symbol:
-        signature = self._signature[i].as_py() or ""
+        if self._signatures is None:  # one conversion, not one per symbol
+            self._signatures = self._signature.to_pylist()
+        signature = self._signatures[i] or ""
         return Symbol(
             self.ids[i],
             self.kind[i],
@@ -380,6 +383,17 @@ class GraphIndex:
             self.end[i] or 0,
             signature,
         )
+
+    def conf_list(self) -> list[float]:
+        """Edge confidences as Python floats (traversals read them one by one)."""
+        if "conf" not in self.cache:
+            self.cache["conf"] = self.conf.tolist()
+        return self.cache["conf"]  # type: ignore[no-any-return]
+
+    def ekind_list(self) -> list[int]:
+        if "ekind" not in self.cache:
+            self.cache["ekind"] = self.ekind.tolist()
+        return self.cache["ekind"]  # type: ignore[no-any-return]
 
     def names(self) -> _Text:
         if self._names is None:
@@ -600,54 +614,37 @@ def _traverse(
     if ix.kind[first] == "file" or query == "impact":
         starts += ix.contained(first)  # a file: any of its definitions; impact: members too
     wanted = {ix.edge_kinds.index(k) for k in kinds if k in ix.edge_kinds}
-    order, at = (ix.in_order, ix.in_at) if incoming else (ix.out_order, ix.out_at)
-    other = ix.src if incoming else ix.dst
-    # node -> (depth, parent node, edge); starts have depth 0
-    seen: dict[int, tuple[int, int, int]] = {s: (0, -1, -1) for s in starts}
-    frontier = list(dict.fromkeys(starts))
-    for level in range(1, depth + 1):
-        following: list[int] = []
-        for node in frontier:
-            for e in order[at[node] : at[node + 1]]:
-                if ix.ekind[e] not in wanted:
-                    continue
-                reached = int(other[e])
-                if reached not in seen:
-                    seen[reached] = (level, node, int(e))
-                    following.append(reached)
-        if not following:
-            break
-        frontier = following
+    seen = _breadth_first(ix, starts, depth, wanted, incoming=incoming)
     start_set = set(starts)
+    conf = ix.conf_list()
+    kind_of = ix.ekind_list()
+    ids = ix.ids
+    # the lowest confidence along each node's route, parents first (levels ascend)
+    lowest: dict[int, float] = dict.fromkeys(start_set, 1.0)
     found: list[Reached] = []
     tree: list[tuple[str, str, str]] = []
-    for node, (level, parent, edge) in seen.items():
+    for node, (level, parent, edge) in sorted(seen.items(), key=lambda kv: kv[1][0]):
         if node in start_set:
             continue
+        lowest[node] = min(lowest[parent], conf[edge])
         chain = [node]
-        confidence = 1.0
-        walk = node
-        while seen[walk][1] != -1:
-            confidence = min(confidence, float(ix.conf[seen[walk][2]]))
-            walk = seen[walk][1]
+        walk = parent
+        while walk != -1:
             chain.append(walk)
-        chain.reverse()
+            walk = seen[walk][1]
+        kind = ix.edge_kinds[kind_of[edge]]
         found.append(
             Reached(
-                ix.symbol(node),
-                level,
-                tuple(ix.ids[c] for c in chain),
-                ix.edge_kinds[ix.ekind[edge]],
-                confidence,
+                ix.symbol(node), level, tuple(ids[c] for c in reversed(chain)), kind, lowest[node]
             )
         )
-        src, dst = (node, parent) if incoming else (parent, node)
-        tree.append((ix.ids[src], ix.ids[dst], ix.edge_kinds[ix.ekind[edge]]))
+        tree.append((ids[node], ids[parent], kind) if incoming else (ids[parent], ids[node], kind))
     found.sort(key=lambda r: (r.depth, r.symbol.path, r.symbol.start_line, r.symbol.id))
     tests: list[Reached] = []
     if query == "impact":
-        tests = [r for r in found if is_test_path(r.symbol.path)]
-        found = [r for r in found if not is_test_path(r.symbol.path)]
+        testing = {p: is_test_path(p) for p in {r.symbol.path for r in found}}
+        tests = [r for r in found if testing[r.symbol.path]]
+        found = [r for r in found if not testing[r.symbol.path]]
     return Traversal(
         query,
         (start_symbol,),
@@ -656,6 +653,50 @@ def _traverse(
         tuple(tests),
         tuple(sorted(tree)),
     )
+
+
+def _breadth_first(
+    ix: GraphIndex, starts: list[int], depth: int, wanted: set[int], *, incoming: bool
+) -> dict[int, tuple[int, int, int]]:
+    """node -> (depth, parent node, edge) for every node within ``depth``
+    edges of a kind in ``wanted`` (starts: depth 0, no parent). A level at a
+    time, in numpy: a node reached several ways keeps its first parent in
+    (parent order, edge order), which is deterministic."""
+    import numpy as np
+
+    order, at = (ix.in_order, ix.in_at) if incoming else (ix.out_order, ix.out_at)
+    other = ix.src if incoming else ix.dst
+    kinds = np.zeros(len(ix.edge_kinds), dtype=bool)
+    kinds[sorted(wanted)] = True
+    seen: dict[int, tuple[int, int, int]] = {s: (0, -1, -1) for s in starts}
+    reached = np.zeros(len(ix.ids), dtype=bool)
+    frontier = np.array(list(dict.fromkeys(starts)), dtype=np.int64)
+    reached[frontier] = True
+    for level in range(1, depth + 1):
+        begin, end = at[frontier], at[frontier + 1]
+        counts = end - begin
+        total = int(counts.sum())
+        if total == 0:
+            break
+        # positions begin[i] .. end[i]-1 of every frontier node, in frontier order
+        offsets = np.repeat(begin - np.cumsum(counts) + counts, counts) + np.arange(total)
+        edges = order[offsets]
+        parents = np.repeat(frontier, counts)
+        keep = kinds[ix.ekind[edges]]
+        edges, parents = edges[keep], parents[keep]
+        targets = other[edges]
+        fresh = ~reached[targets]
+        edges, parents, targets = edges[fresh], parents[fresh], targets[fresh]
+        if len(targets) == 0:
+            break
+        targets, first = np.unique(targets, return_index=True)
+        for node, parent, edge in zip(
+            targets.tolist(), parents[first].tolist(), edges[first].tolist(), strict=True
+        ):
+            seen[node] = (level, parent, edge)
+        reached[targets] = True
+        frontier = targets
+    return seen
 
 
 def neighbors(view: GraphView, target: str | Symbol) -> Neighborhood:

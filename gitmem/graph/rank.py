@@ -134,8 +134,10 @@ def pagerank(view: GraphView, focus_files: Iterable[str] = ()) -> npt.NDArray[np
         rank = following
         if change < TOLERANCE:
             break
-    if len(ix.cache) > 16:  # a few focus sets per view
-        ix.cache.clear()
+    ranks = [k for k in ix.cache if k.startswith("pagerank:")]
+    if len(ranks) > 16:  # a few focus sets per view
+        for old in ranks:
+            del ix.cache[old]
     ix.cache[key] = rank
     return rank
 
