@@ -284,6 +284,9 @@ def test_every_commands_json_is_an_object(one_of_each: Path, tmp_path: Path) -> 
         note = _of(mem, "note")[0]
     bundle = tmp_path / "bundle.json"
     capsule = ok_json(one_of_each, "capsule", "open", "workflow", "--intent", "x")["id"]
+    (one_of_each / "tool.py").write_text("def helper():\n    return 1\n")  # for the code graph
+    git(one_of_each, "add", "tool.py")
+    git(one_of_each, "commit", "-qm", "code")
     runs: dict[tuple[str, ...], tuple[str, ...]] = {
         ("init",): ("init", "--no-hooks"),
         ("note",): ("note", "json"),
@@ -326,6 +329,12 @@ def test_every_commands_json_is_an_object(one_of_each: Path, tmp_path: Path) -> 
         ("daemon", "stop"): ("daemon", "stop"),
         ("daemon", "start"): ("daemon", "start"),  # starts a process: tests/test_daemon.py
         ("code", "index"): ("code", "index"),
+        ("code", "find"): ("code", "find", "helper"),
+        ("code", "callers"): ("code", "callers", "tool.py"),
+        ("code", "callees"): ("code", "callees", "tool.py"),
+        ("code", "impact"): ("code", "impact", "tool.py"),
+        ("code", "neighbors"): ("code", "neighbors", "tool.py"),
+        ("code", "map"): ("code", "map"),
     }
     ok(one_of_each, "export", "--output", str(bundle))
     with_json = {

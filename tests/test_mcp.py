@@ -33,6 +33,12 @@ TOOLS = {
     "pin",
     "checkpoint",
     "learn",
+    "code_find",
+    "code_callers",
+    "code_callees",
+    "code_impact",
+    "code_neighbors",
+    "code_map",
 }
 
 
@@ -97,6 +103,13 @@ def test_the_server_lists_every_tool_with_a_description_for_a_model(server: Serv
     assert limit["minimum"] == 1 and limit["maximum"] == 50
     assert tools["search"].annotations.read_only_hint is True
     assert tools["note"].annotations.read_only_hint is False
+    # the code graph's tools: read-only, inputs bounded
+    assert all(tools[t].annotations.read_only_hint for t in TOOLS if t.startswith("code_"))
+    assert tools["code_callers"].input_schema["required"] == ["symbol"]
+    depth = tools["code_impact"].input_schema["properties"]["depth"]
+    assert depth["minimum"] == 1 and depth["maximum"] == 10
+    kinds = tools["code_find"].input_schema["properties"]["kinds"]
+    assert "method" in str(kinds) and tools["code_map"].input_schema.get("required") is None
 
 
 # -- reading and recording ------------------------------------------------------------

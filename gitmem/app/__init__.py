@@ -9,6 +9,8 @@ repository, does one job, and returns a typed result; none prints or exits.
   checkpoint, learn, capsules;
 * :mod:`gitmem.app.browse`: log, show, status;
 * :mod:`gitmem.app.retrieve`: index, search, context, ask;
+* :mod:`gitmem.app.code`: the code graph: find, callers, callees, impact,
+  neighbors, the repository map;
 * :mod:`gitmem.app.share`: pull, push, sync, merge, branches;
 * :mod:`gitmem.app.admin`: init (hooks, first pull), redact, gc, verify,
   export, import, flush.

@@ -13,7 +13,11 @@ Layers inside, bottom to top:
 * :mod:`~gitmem.graph.resolve`: every file's facts -> nodes and edges, each
   resolved edge with a confidence and its reason;
 * the build (scan a commit and the worktree, reuse facts by blob id, write a
-  sidecar generation), queries, the repo map, code chunks for search.
+  sidecar generation), code chunks for search;
+* :mod:`~gitmem.graph.query` (find, callers, callees, impact, neighbors),
+  :mod:`~gitmem.graph.rank` (the PageRank repository map) and
+  :mod:`~gitmem.graph.picture` (Mermaid and dot), over a
+  :class:`~gitmem.graph.view.GraphView`.
 
 Spec: ``spec/graph.md``; stored formats: ``formats/graph-*.json``.
 """

@@ -75,7 +75,8 @@ def edges_schema() -> pa.Schema:
             ("confidence", pa.float32()),  # 1.0 certain … 0.0; contains is 1.0
             # how it was resolved: "syntax" (contains, a relative import),
             # "local", "same-file", "self", "import", "module-path",
-            # "unique-name", "ambiguous-name", "external", "mention"
+            # "same-package", "unique-name", "external", "mention"
+            # ("ambiguous-name" is reserved: several candidates give no edge)
             ("reason", pa.string()),
             ("line", pa.int32()),  # where in src's file (0 for contains)
             ("path", pa.string()),  # src's file

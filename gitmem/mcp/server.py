@@ -29,7 +29,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, StringConstraints
 
-from gitmem.app import browse, record, retrieve
+from gitmem.app import browse, code, record, retrieve
 from gitmem.app.browse import Filters
 from gitmem.app.record import Unchanged, Who
 from gitmem.app.session import Repo
@@ -51,6 +51,8 @@ MAX_TEXT = 100_000  # characters of a note or learning (the store truncates fiel
 MAX_SHORT = 2_000  # a key, value, reason, topic, tag or path
 MAX_ITEMS = 50  # entries of a list argument
 MAX_PIN_DAYS = 3_650
+MAX_CODE_DEPTH = 10
+MAX_CODE_RESULTS = 100  # nodes a traversal returns to the model (the rest counted)
 
 INSTRUCTIONS = """\
 gitmem is this git repository's durable memory: decisions, notes, learnings,
@@ -100,6 +102,21 @@ Since = Annotated[
         description="Only events at or after this time: 2026-01-31, 2026-01-31T12:00, or an "
         "age such as 7d or 12h.",
     ),
+]
+CodeSymbol = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_SHORT),
+    Field(
+        description="What to look at: a file path (src/app.py), path:qualname as the code tools "
+        "print it (src/app.py:Parser.parse), a qualified name (Parser.parse) or a bare name. "
+        "A name several symbols share returns the candidates: pass one of them."
+    ),
+]
+CodeDepth = Annotated[
+    int, Field(ge=1, le=MAX_CODE_DEPTH, description="How many steps away to follow.")
+]
+CodeKind = Literal[
+    "file", "module", "class", "interface", "type", "function", "method", "constant", "section"
 ]
 ReadOnly = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 Writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
@@ -466,6 +483,107 @@ class Tools:
             )
             return recorded(event, kind)
 
+    # -- the code graph -----------------------------------------------------------
+    def code_find(
+        self,
+        name: Annotated[Short, Field(description="A name or part of one (Parser, parse_h).")],
+        kinds: Annotated[
+            list[CodeKind] | None, Field(max_length=9, description="Only these kinds.")
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=MAX_RESULTS)] = 10,
+    ) -> CallToolResult:
+        """Find where a class, function, method, constant or file of this
+        repository's code is defined, by name: exact matches first, then names
+        starting with it, then names containing it (case-insensitive). Use it to
+        locate the thing the user means before reading files. One match a line:
+        match, kind, path:qualname, path:line."""
+        with self.call("code_find"):
+            found = code.find(self.repo, name, kinds=kinds or (), limit=limit)
+            return result(
+                _with_warnings(found.to_text(), found.warnings),
+                {
+                    "query": name,
+                    "matches": [_brief(m.symbol) | {"match": m.match} for m in found.matches],
+                },
+            )
+
+    def code_callers(self, symbol: CodeSymbol, depth: CodeDepth = 2) -> CallToolResult:
+        """Who calls a function, method or class in this repository's code, and
+        who calls them, up to depth steps: each caller once, at its nearest, with
+        the route that reaches it. Use it before changing what a function does or
+        takes. One caller a line: depth, kind, path:qualname, route."""
+        with self.call("code_callers"):
+            return _walked(code.callers(self.repo, symbol, depth=depth))
+
+    def code_callees(self, symbol: CodeSymbol, depth: CodeDepth = 1) -> CallToolResult:
+        """What a function or method of this repository's code calls (a file: all
+        of its code), and what those call, up to depth steps: each callee once, at
+        its nearest. Use it to understand what a function relies on without
+        reading each file. One callee a line: depth, kind, path:qualname, route."""
+        with self.call("code_callees"):
+            return _walked(code.callees(self.repo, symbol, depth=depth))
+
+    def code_impact(self, target: CodeSymbol, depth: CodeDepth = 3) -> CallToolResult:
+        """The blast radius of changing a file or symbol: everything in this
+        repository that imports, calls, extends or implements it, transitively
+        up to depth steps, with the tests among them listed apart (run those
+        after the change). One dependent a line: depth, kind, path:qualname."""
+        with self.call("code_impact"):
+            return _walked(code.impact(self.repo, target, depth=depth))
+
+    def code_neighbors(self, symbol: CodeSymbol) -> CallToolResult:
+        """Every relation of one symbol or file, one step away, both ways: what
+        contains it, imports it, calls it, extends it, references it, documents
+        it, and what it contains, imports, calls, extends. Use it to get one's
+        bearings around a symbol. One edge a line: kind, -> (out) or <- (in), the
+        other end, how it was resolved."""
+        with self.call("code_neighbors"):
+            around = code.neighbors(self.repo, symbol)
+            hood = around.neighborhood
+            rows = [
+                _brief(n.symbol)
+                | {"direction": n.direction, "edge": n.kind, "confidence": round(n.confidence, 2)}
+                for n in hood.neighbors[:MAX_CODE_RESULTS]
+            ]
+            data = {
+                "symbol": _brief(hood.symbol),
+                "neighbors": rows,
+                "more": max(0, len(hood.neighbors) - MAX_CODE_RESULTS),
+            }
+            return result(_with_warnings(hood.to_text(), around.warnings), data)
+
+    def code_map(
+        self,
+        focus: Annotated[
+            list[Short] | None,
+            Field(
+                max_length=MAX_ITEMS,
+                description="Files the work is about (paths from the repository root): the "
+                "map ranks what surrounds them first.",
+            ),
+        ] = None,
+        budget: Annotated[
+            int, Field(ge=MIN_BUDGET, le=MAX_BUDGET, description="The map's size in tokens.")
+        ] = 1000,
+    ) -> CallToolResult:
+        """A map of this repository's code: its most important classes, functions
+        and methods (PageRank over calls, inheritance and imports, centred on the
+        focus files when given), as one-line signatures grouped by file, within a
+        token budget. Use it at the start of a task in unfamiliar code, instead
+        of listing and opening files."""
+        with self.call("code_map"):
+            mapped = code.repo_map(self.repo, focus=focus or (), budget=budget)
+            made = mapped.map
+            data = {
+                "tokens": made.tokens,
+                "files": [
+                    {"path": path, "symbols": [e.qualname for e in entries]}
+                    for path, entries in made.files
+                ],
+            }
+            text = made.text.rstrip("\n") or "the code graph has no symbols"
+            return result(_with_warnings(text, mapped.warnings), data)
+
     def context_resource(self) -> str:
         """The context pack (default budget) as markdown."""
         from gitmem.storage.clock import wall_us
@@ -474,7 +592,20 @@ class Tools:
             return retrieve.context(self.repo, now_us=wall_us()).to_markdown() or "memory is empty"
 
 
-READ_TOOLS = ("search", "context", "show", "log", "ask", "capsule_status")
+READ_TOOLS = (
+    "search",
+    "context",
+    "show",
+    "log",
+    "ask",
+    "capsule_status",
+    "code_find",
+    "code_callers",
+    "code_callees",
+    "code_impact",
+    "code_neighbors",
+    "code_map",
+)
 WRITE_TOOLS = ("note", "decide", "ratify", "pin", "checkpoint", "learn")
 
 
@@ -513,6 +644,54 @@ def run_stdio(repo: Repo) -> None:
     # warm before the first prompt's hook needs it.
     ensure_started(location)
     build_server(repo).run("stdio")
+
+
+def _brief(symbol: Any) -> dict[str, Any]:
+    """A code symbol for the model: what names it and where it is."""
+    return {"ref": symbol.ref, "kind": symbol.kind, "location": symbol.location}
+
+
+def _with_warnings(text: str, warnings: tuple[str, ...]) -> str:
+    return "\n".join([text, *(f"warning: {w}" for w in warnings)])
+
+
+def _walked(walked: Any) -> CallToolResult:
+    """A traversal, capped at :data:`MAX_CODE_RESULTS` nodes of each list."""
+    t = walked.traversal
+    labels = {s.id: s.ref for s in t.start}
+    labels.update((r.symbol.id, r.symbol.ref) for r in (*t.results, *t.tests))
+
+    def rows(items: Any) -> list[dict[str, Any]]:
+        return [
+            _brief(r.symbol)
+            | {
+                "depth": r.depth,
+                "via": r.via,
+                "route": [labels.get(i, i) for i in r.route[1:-1]],
+                "confidence": round(r.confidence, 2),
+            }
+            for r in items[:MAX_CODE_RESULTS]
+        ]
+
+    data: dict[str, Any] = {
+        "query": t.query,
+        "symbol": _brief(t.start[0]),
+        "depth": t.depth,
+        "results": rows(t.results),
+        "more": max(0, len(t.results) - MAX_CODE_RESULTS),
+    }
+    if t.query == "impact":
+        data["tests"] = rows(t.tests)
+        data["more_tests"] = max(0, len(t.tests) - MAX_CODE_RESULTS)
+        data["files"] = t.files
+    text = t.to_text()
+    lines = text.splitlines()
+    if len(lines) > 2 * MAX_CODE_RESULTS + 2:
+        text = (
+            "\n".join(lines[: 2 * MAX_CODE_RESULTS + 2])
+            + f"\n… {len(lines) - 2 * MAX_CODE_RESULTS - 2} more lines"
+        )
+    return result(_with_warnings(text, walked.warnings), data)
 
 
 def _agent() -> str:

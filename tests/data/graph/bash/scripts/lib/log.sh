@@ -1,0 +1,7 @@
+log_info() {
+  echo "[info] $*"
+}
+
+log_warn() {
+  echo "[warn] $*" >&2
+}

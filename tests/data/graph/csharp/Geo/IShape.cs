@@ -1,0 +1,7 @@
+namespace Geo
+{
+    public interface IShape
+    {
+        double Area();
+    }
+}

@@ -1,0 +1,8 @@
+<?php
+
+namespace App\Shapes;
+
+interface Shape
+{
+    public function area(): float;
+}

@@ -1,0 +1,4 @@
+from .base import Shape
+from .circle import Circle
+
+__all__ = ["Circle", "Shape"]

@@ -1,0 +1,5 @@
+module Util
+  def self.square(x)
+    x * x
+  end
+end

@@ -1,0 +1,4 @@
+import Geo
+
+let circle = Circle.unit()
+print(circle.describe())

@@ -1,0 +1,3 @@
+func square(_ x: Double) -> Double {
+    return x * x
+}
