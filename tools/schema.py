@@ -262,7 +262,8 @@ GRAPH_COLUMNS = {
         "kind": "contains, imports, calls, extends, implements, references or documents",
         "confidence": "1.0 certain ... 0.0; contains is 1.0",
         "reason": "how it was resolved: syntax, local, same-file, self, import, module-path, "
-        "unique-name, ambiguous-name, external, mention",
+        "same-package, unique-name, external, mention (ambiguous-name is reserved: several "
+        "candidates give no edge)",
         "line": "where in the source's file (0 for contains)",
         "path": "the source's file",
     },
