@@ -294,11 +294,9 @@ class Builder:
     ) -> None:
         import pyarrow as pa
 
-        from gitmem.graph.resolve import resolve
-
         facts, skips = self._facts(found, keys, report)
         self.progress("resolving", 0, 1)
-        nodes, edges = resolve(facts)
+        nodes, edges = self._resolve(facts)
         self.progress("resolving", 1, 1)
         rows = [
             {
@@ -346,6 +344,26 @@ class Builder:
             write_manifest(self.root, manifest)
         self.cache.sweep([*keys.values(), *(k + CHUNKS_SUFFIX for k in keys.values())])
         _remove_orphans(self.location)
+
+    def _resolve(self, facts: dict[str, FileFacts]) -> tuple[pa.Table, pa.Table]:
+        """Nodes and edges: in a process that built this graph before, only
+        what the changed files can affect is resolved again
+        (:meth:`~gitmem.graph.resolve.Resolver.update`), else everything."""
+        from gitmem.graph.resolve import Resolver
+
+        key = str(self.root)
+        warm = _RESOLVERS.get(key)
+        if warm is None or self.reparse:
+            resolver = Resolver()
+            tables = resolver.resolve(facts)
+        else:
+            resolver, before = warm
+            changed = [
+                p for p in facts.keys() | before.keys() if before.get(p) is not facts.get(p)
+            ]
+            tables = resolver.update(facts, changed)
+        _RESOLVERS[key] = (resolver, dict(facts))
+        return tables
 
     # -- code search -------------------------------------------------------------------------
     def _chunks(
@@ -403,9 +421,17 @@ class Builder:
             config=read_config(self.location),
             stamp_dir=self.root,
             reuse=reuse,
+            embed=self.settings.embed,
             progress=self.progress,
         )
 
+
+# Per process and graph root: the resolver of the last build and the facts it
+# resolved (decoded entries are shared through the cache, so an unchanged file
+# has the very same facts object).
+_RESOLVERS: dict[str, tuple[Any, dict[str, FileFacts]]] = {}
+
+_CHUNKS: dict[str, list[Chunk]] = {}
 
 CHUNKS_SUFFIX = ".chunks"  # cache entries of a blob's search chunks, beside its facts
 
@@ -430,15 +456,21 @@ def _decode_chunks(cache: FactsCache, key: str) -> list[Chunk] | None:
 
     from gitmem.graph.chunks import Chunk
 
+    path = cache.path(key + CHUNKS_SUFFIX)
+    known = _CHUNKS.get(path)
+    if known is not None:
+        return known
     try:
-        with open(cache.path(key + CHUNKS_SUFFIX), "rb") as handle:
+        with open(path, "rb") as handle:
             rows = msgspec.msgpack.decode(zlib.decompress(handle.read()))
-        return [
+        chunks = [
             Chunk("", int(a), int(b), str(sym), str(kind), str(body), tuple(ctx), str(lang))
             for a, b, sym, kind, body, ctx, lang in rows
         ]
     except (OSError, zlib.error, msgspec.DecodeError, ValueError, TypeError):
         return None
+    _CHUNKS[path] = chunks  # content-addressed, like the facts: valid for the process
+    return chunks
 
 
 def _remove_orphans(location: RepoLocation) -> None:

@@ -106,6 +106,9 @@ def cache_key(blob: str, language: str | None) -> str:
     return f"{blob}.{_UNSAFE.sub('_', language.lower()) if language else '-'}"
 
 
+_DECODED: dict[str, Cached] = {}  # entry path -> its decoded entry, per process
+
+
 class FactsCache:
     """The cache directory of the current extractor version."""
 
@@ -120,13 +123,25 @@ class FactsCache:
         return f"{self._prefix}{key[:2]}{os.sep}{key[2:]}"
 
     def get(self, key: str) -> Cached | None:
-        """The entry for ``key``, or None when there is none (or it is damaged)."""
+        """The entry for ``key``, or None when there is none (or it is damaged).
+
+        Entries are content-addressed (blob id, language, extractor version),
+        so a decoded one stays valid: a long-lived process (the daemon, a
+        benchmark, a library user) decodes each once, and a build after a
+        small change decodes only the new blobs."""
+        path = self.path(key)
+        known = _DECODED.get(path)
+        if known is not None:
+            return known
         try:
-            with open(self.path(key), "rb") as handle:
+            with open(path, "rb") as handle:
                 data = handle.read()
         except OSError:
             return None
-        return decode(data)
+        entry = decode(data)
+        if entry is not None:
+            _DECODED[path] = entry
+        return entry
 
     def put(self, key: str, data: bytes) -> None:
         """Store an encoded entry (best effort: a cache that cannot be written

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from gitmem.errors import NotFoundError, UsageError
-from gitmem.storage.gitconfig import Config, get_int
+from gitmem.storage.gitconfig import Config, get_bool, get_int
 from gitmem.storage.locate import RepoLocation, object_format, read_git_output, run_git
 
 DEFAULT_MAX_FILE_BYTES = 1 << 20
@@ -175,6 +175,7 @@ class Settings:
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     max_bytes: int = DEFAULT_MAX_FILE_BYTES
+    embed: bool = True  # edda.code.embed: vectors for code search (else full text only)
 
     @classmethod
     def from_config(cls, config: Config) -> Settings:
@@ -185,12 +186,15 @@ class Settings:
             include=values("edda.code.include"),
             exclude=values("edda.code.exclude"),
             max_bytes=get_int(config, "edda.code.maxFileBytes", DEFAULT_MAX_FILE_BYTES),
+            embed=get_bool(config, "edda.code.embed", True),
         )
 
     @property
     def fingerprint(self) -> str:
         """Changes when a setting that changes what is indexed changes."""
         text = "\0".join([*self.include, "\1", *self.exclude, "\1", str(self.max_bytes)])
+        if not self.embed:  # (unchanged for the default: graphs built before keep their id)
+            text += "\1no-embed"
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     @cached_property
