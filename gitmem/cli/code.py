@@ -6,13 +6,11 @@ it up to date themselves.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from cyclopts import App, Parameter
 
+from gitmem.cli.render import progress_bars
 from gitmem.cli.root import DEFAULT_COMMON, Common, Output, app, in_range
 from gitmem.memory.describe import SHORT_ID, plural
 
@@ -24,31 +22,6 @@ code_app = App(
     help="The code graph: the repository's code parsed into files, symbols and their relations.",
 )
 app.command(code_app)
-
-
-@contextmanager
-def _file_progress() -> Iterator[Callable[[str, int, int], None]]:
-    """A progress callback drawing a tqdm bar on stderr per stage of a build
-    that takes a while (nothing for quick builds or when stderr is not a terminal)."""
-    from tqdm import tqdm
-
-    bars: dict[str, Any] = {}
-
-    def update(stage: str, done: int, total: int) -> None:
-        bar = bars.get(stage)
-        if bar is None:
-            unit = "file" if "files" in stage else "step"
-            bar = bars[stage] = tqdm(
-                total=total, desc=stage, unit=unit, delay=0.5, file=sys.stderr, disable=None
-            )
-        bar.total = total
-        bar.update(done - bar.n)
-
-    try:
-        yield update
-    finally:
-        for bar in bars.values():
-            bar.close()
 
 
 def describe_build(report: BuildReport) -> str:
@@ -108,7 +81,7 @@ def index(
     """
     from gitmem.app import code
 
-    with _file_progress() as progress:
+    with progress_bars(lambda stage: "file" if "files" in stage else "step") as progress:
         report = code.index(
             common.repo, rebuild=rebuild, worktree=worktree, commit=commit, progress=progress
         )

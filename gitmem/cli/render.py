@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from gitmem.app.record import Unchanged
@@ -177,3 +179,31 @@ def _item(value: Any) -> str:
     if isinstance(value, list):
         return " -> ".join(_item(v) for v in value)  # a commit rewrite's [old, new]
     return str(value)
+
+
+@contextmanager
+def progress_bars(unit: Callable[[str], str]) -> Iterator[Callable[[str, int, int], None]]:
+    """A progress callback ``(stage, done, total)`` drawing one tqdm bar per
+    stage on stderr, in the unit ``unit(stage)`` names, for builds that take
+    a while (nothing appears for quick ones or when stderr is not a terminal)."""
+    import sys
+
+    from tqdm import tqdm
+
+    bars: dict[str, Any] = {}
+
+    def update(stage: str, done: int, total: int) -> None:
+        bar = bars.get(stage)
+        if bar is None:
+            # delay: no bar for a quick build; disable=None: none off a terminal.
+            bar = bars[stage] = tqdm(
+                total=total, desc=stage, unit=unit(stage), delay=0.5, file=sys.stderr, disable=None
+            )
+        bar.total = total
+        bar.update(done - bar.n)
+
+    try:
+        yield update
+    finally:
+        for bar in bars.values():
+            bar.close()

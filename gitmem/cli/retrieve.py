@@ -6,15 +6,12 @@ each of them refreshes first when memory has moved.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from cyclopts import Parameter
 
-from gitmem.cli.render import sid
+from gitmem.cli.render import progress_bars, sid
 from gitmem.cli.root import (
     DEFAULT_COMMON,
     DEFAULT_FILTERS,
@@ -39,32 +36,6 @@ from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg
 if TYPE_CHECKING:
     from gitmem.graph.codeindex import CodeHit
     from gitmem.retrieval.search import Hit
-
-
-@contextmanager
-def _progress_bar() -> Iterator[Callable[[str, int, int], None]]:
-    """A progress callback drawing tqdm bars on stderr for builds that take a
-    while (nothing appears for quick refreshes or when stderr is not a terminal)."""
-    from tqdm import tqdm
-
-    bars: dict[str, Any] = {}
-
-    def update(stage: str, done: int, total: int) -> None:
-        bar = bars.get(stage)
-        if bar is None:
-            # disable=None: no bar when stderr is not a terminal.
-            unit = "commit" if "commits" in stage else "ev"
-            bar = bars[stage] = tqdm(
-                total=total, desc=stage, unit=unit, delay=0.5, file=sys.stderr, disable=None
-            )
-        bar.total = total
-        bar.update(done - bar.n)
-
-    try:
-        yield update
-    finally:
-        for bar in bars.values():
-            bar.close()
 
 
 def _branch(branch: str | None) -> BranchArg:
@@ -95,7 +66,7 @@ def index(
     """
     from gitmem.app import retrieve
 
-    with _progress_bar() as progress:
+    with progress_bars(lambda stage: "commit" if "commits" in stage else "ev") as progress:
         report = retrieve.index(common.repo, rebuild=rebuild, embed=not no_embed, progress=progress)
     text = {
         "none": f"index up to date ({plural(report.events, 'event')})",

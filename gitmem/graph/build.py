@@ -358,9 +358,7 @@ class Builder:
             tables = resolver.resolve(facts)
         else:
             resolver, before = warm
-            changed = [
-                p for p in facts.keys() | before.keys() if before.get(p) is not facts.get(p)
-            ]
+            changed = [p for p in facts.keys() | before.keys() if before.get(p) is not facts.get(p)]
             tables = resolver.update(facts, changed)
         _RESOLVERS[key] = (resolver, dict(facts))
         return tables
