@@ -77,24 +77,41 @@ def search(
     """Full text and meaning, fused, with a little recency; filters narrow
     what is searched before ranking. ``advanced`` passes the query to
     Tantivy's syntax (field:value, AND, "phrases"); otherwise any text is safe."""
+    with open_view(repo) as view:
+        return _memory_search(
+            view, query, now_us, filters, branch, all_branches, limit, mode, advanced
+        )
+
+
+def _memory_search(
+    view: IndexView,
+    query: str,
+    now_us: int,
+    filters: Filters,
+    branch: BranchArg,
+    all_branches: bool,
+    limit: int,
+    mode: Literal["hybrid", "lexical", "vector"],
+    advanced: bool,
+) -> SearchResult:
+    """Memory search on an open view, with the stale-index warning."""
     from gitmem.retrieval.search import search as run_search
 
-    with open_view(repo) as view:
-        where = filters.resolve(view, now_us=now_us, include_redacted=False)
-        result = run_search(
-            view,
-            query,
-            limit=limit,
-            where=where,
-            now=now_us,
-            mode=mode,
-            advanced=advanced,
-            all_branches=all_branches,
-            branch=_branch(view, branch),
-        )
-        if view.stale:
-            result.warnings.append(STALE_WARNING)
-        return result
+    where = filters.resolve(view, now_us=now_us, include_redacted=False)
+    result = run_search(
+        view,
+        query,
+        limit=limit,
+        where=where,
+        now=now_us,
+        mode=mode,
+        advanced=advanced,
+        all_branches=all_branches,
+        branch=_branch(view, branch),
+    )
+    if view.stale:
+        result.warnings.append(STALE_WARNING)
+    return result
 
 
 def open_code_index(
@@ -163,23 +180,11 @@ def search_all(
     index, memory alone, with a warning."""
     from gitmem.graph.codeindex import CodeSearchResult
     from gitmem.retrieval.codesearch import merge
-    from gitmem.retrieval.search import search as run_search
 
     with open_view(repo) as view:
-        where = filters.resolve(view, now_us=now_us, include_redacted=False)
-        memory = run_search(
-            view,
-            query,
-            limit=limit,
-            where=where,
-            now=now_us,
-            mode=mode,
-            advanced=advanced,
-            all_branches=all_branches,
-            branch=_branch(view, branch),
+        memory = _memory_search(
+            view, query, now_us, filters, branch, all_branches, limit, mode, advanced
         )
-        if view.stale:
-            memory.warnings.append(STALE_WARNING)
         index = open_code_index(view.location, view.config, code_index)
         if index is None:
             code = CodeSearchResult(query, mode, [], warnings=[NO_CODE_INDEX])
