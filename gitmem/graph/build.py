@@ -267,6 +267,7 @@ class Builder:
             parsed = decode(encoded)
             if parsed is None:  # cannot happen: encoded by the same code just now
                 raise IndexDamagedError(f"the facts of {groups[key][0].path} do not decode")
+            self.cache.remember(key, parsed)
             apply(key, parsed)
         report.parsed = len(to_parse)
         return facts, skips
@@ -394,8 +395,20 @@ class Builder:
                 pieces[key] = self._chunk_and_keep(key, path, content or b"", facts[path])
         out: list[Chunk] = []
         for entry in found.entries:
-            for chunk in pieces.get(keys[entry.path], []) if entry.path in facts else []:
-                out.append(dataclasses.replace(chunk, path=entry.path))
+            if entry.path not in facts:
+                continue
+            key = keys[entry.path]
+            blob_chunks = pieces.get(key, [])
+            placed = _PLACED.get((key, entry.path))
+            if placed is None or placed[0] is not blob_chunks:
+                # The same chunk objects every build while the file is unchanged:
+                # the code index then recognises them without hashing their text.
+                placed = (
+                    blob_chunks,
+                    [dataclasses.replace(c, path=entry.path) for c in blob_chunks],
+                )
+                _PLACED[(key, entry.path)] = placed
+            out.extend(placed[1])
         return out
 
     def _chunk_and_keep(self, key: str, path: str, data: bytes, facts: FileFacts) -> list[Chunk]:
@@ -430,6 +443,8 @@ class Builder:
 _RESOLVERS: dict[str, tuple[Any, dict[str, FileFacts]]] = {}
 
 _CHUNKS: dict[str, list[Chunk]] = {}
+# (cache key, path) -> (the blob's chunks, those chunks placed at the path), per process
+_PLACED: dict[tuple[str, str], tuple[list[Chunk], list[Chunk]]] = {}
 
 CHUNKS_SUFFIX = ".chunks"  # cache entries of a blob's search chunks, beside its facts
 

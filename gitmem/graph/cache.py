@@ -143,6 +143,12 @@ class FactsCache:
             _DECODED[path] = entry
         return entry
 
+    def remember(self, key: str, entry: Cached) -> None:
+        """Keep ``entry`` (just decoded from what was put for ``key``) as the
+        process's decoded entry: the next build then sees the very same facts
+        object, and its resolver knows the file did not change."""
+        _DECODED[self.path(key)] = entry
+
     def put(self, key: str, data: bytes) -> None:
         """Store an encoded entry (best effort: a cache that cannot be written
         only costs parsing again)."""

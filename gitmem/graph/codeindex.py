@@ -186,12 +186,22 @@ class _Row:
     chunk: Chunk
 
 
+# id(chunk) -> (chunk, its id, its key): a builder that passes the same chunk
+# objects again (a warm process, files unchanged) skips hashing their text.
+_IDS: dict[int, tuple[Chunk, str, int]] = {}
+
+
 def _rows(chunks: Sequence[Chunk]) -> list[_Row]:
     seen: set[int] = set()
     rows = []
     for chunk in chunks:
-        cid = chunk_id(chunk)
-        key = key64(cid)
+        known = _IDS.get(id(chunk))
+        if known is not None and known[0] is chunk:
+            cid, key = known[1], known[2]
+        else:
+            cid = chunk_id(chunk)
+            key = key64(cid)
+            _IDS[id(chunk)] = (chunk, cid, key)
         if key in seen:
             continue  # the same chunk twice (or, once in 2**64, two keys alike)
         seen.add(key)
