@@ -26,6 +26,7 @@ The same files give byte-identical tables: rows are sorted, ids derive from
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import time
 from collections import Counter
@@ -471,7 +472,7 @@ def _decode_chunks(cache: FactsCache, key: str) -> list[Chunk] | None:
 
     path = cache.path(key + CHUNKS_SUFFIX)
     known = _CHUNKS.get(path)
-    if known is not None:
+    if known is not None and os.path.exists(path):
         return known
     try:
         with open(path, "rb") as handle:

@@ -132,7 +132,9 @@ class FactsCache:
         path = self.path(key)
         known = _DECODED.get(path)
         if known is not None:
-            return known
+            if os.path.exists(path):  # removed (a swept or deleted cache): parse again
+                return known
+            del _DECODED[path]
         try:
             with open(path, "rb") as handle:
                 data = handle.read()
