@@ -26,6 +26,7 @@ TOOLS = {
     "show",
     "log",
     "ask",
+    "why",
     "capsule_status",
     "note",
     "decide",
@@ -294,3 +295,13 @@ def test_an_unexpected_failure_is_a_tool_error_logged_with_secrets_masked(repo: 
     assert "RuntimeError: broke near" in written and token not in written
     with tools.call("log"):  # the next call runs: the lock was released
         pass
+
+
+def test_why_lists_the_decisions_about_a_file(server: Server) -> None:
+    server.ok("decide", key="cache.key", value="includes the locale", paths=["src/cache.py"])
+    server.ok("learn", text="the cache is per process", paths=["src/"])
+    answer = server.ok("why", target="src/cache.py")
+    assert "cache.key" in text(answer) and "the cache is per process" in text(answer)
+    data = answer.structured_content
+    assert [d["event"]["body"]["key"] for d in data["decisions"]] == ["cache.key"]
+    assert data["decisions"][0]["status"] == "proposed"  # an agent's, through MCP

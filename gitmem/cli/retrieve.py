@@ -375,16 +375,6 @@ def ask(
     return Output(result.to_json(), markdown(result.to_markdown()), page=True)
 
 
-_WHY_TITLES = {
-    "decisions": "Decisions",
-    "learnings": "Learnings",
-    "mistakes": "Mistakes",
-    "checkpoints": "Checkpoints",
-    "sessions": "Sessions",
-    "commits": "Commits",
-}
-
-
 @app.command
 def why(
     target: str,
@@ -414,39 +404,4 @@ def why(
 
     in_range("--limit", limit, 1, MAX_ASK)
     result = retrieve.why(common.repo, target, branch=_branch(branch), limit=limit)
-    t = result.target
-    lines = [f"why {t.text}: {', '.join(t.files) or 'nothing in the code graph'}"]
-    if t.neighbour_files:
-        lines.append(f"  near: {', '.join(t.neighbour_files[:10])}")
-    for name, title in _WHY_TITLES.items():
-        items = result.section(name)
-        if not items:
-            continue
-        lines.append(f"\n{title}")
-        for item in items:
-            e = item.event
-            line = f"  [{sid(e.id)}] {format_time(e.time)} "
-            if name == "decisions":
-                line += f"{item.status:<10} "
-            elif name == "commits":
-                line += f"{str(e.field('sha', ''))[:SHORT_ID]} "
-            line += e.summary(90)
-            line += f"  ({', '.join(item.via[:3])}{' …' if len(item.via) > 3 else ''}"
-            line += ", nearby)" if item.near else ")"
-            lines.append(line)
-            if item.stale is not None and item.stale.stale:
-                changed = ", ".join(item.stale.changed[:3])
-                more = (
-                    f" and {len(item.stale.changed) - 3} more"
-                    if len(item.stale.changed) > 3
-                    else ""
-                )
-                lines.append(f"      STALE: {changed}{more} changed since it was made")
-    if len(lines) == 1:
-        lines.append("no memory touches it")
-    if not result.graph:
-        lines.append(
-            "\nhint: without a code graph only paths are matched; build it with"
-            " 'git edda code index' for symbols and their neighbours"
-        )
-    return Output(result.to_json(), "\n".join(lines), page=True)
+    return Output(result.to_json(), result.to_text(), page=True)

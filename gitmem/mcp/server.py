@@ -309,6 +309,29 @@ class Tools:
             )
             return result(answer.to_markdown(), answer.to_json())
 
+    def why(
+        self,
+        target: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=MAX_SHORT,
+                description="A file or directory (src/cache.py), a symbol as "
+                "PATH:QUALNAME (src/cache.py:Cache.get), or a symbol name.",
+            ),
+        ],
+        limit: Annotated[int, Field(ge=1, le=MAX_RESULTS)] = 10,
+    ) -> CallToolResult:
+        """Why is this code like this: the decisions (binding first, newest
+        first), learnings, mistakes, checkpoints, sessions and commits that
+        touch a file or symbol or its close neighbours in the code graph.
+        Decisions whose files changed since they were made are marked STALE.
+        Use it before changing a file or function. One item a line, with ids
+        that show expands."""
+        with self.call("why"):
+            answer = retrieve.why(self.repo, target, limit=limit)
+            return result(answer.to_text(), answer.to_json())
+
     def capsule_status(self) -> CallToolResult:
         """The current capsule (the session or workflow step new events belong
         to) and every capsule still open on this branch, with their intents and
@@ -598,6 +621,7 @@ READ_TOOLS = (
     "show",
     "log",
     "ask",
+    "why",
     "capsule_status",
     "code_find",
     "code_callers",

@@ -70,6 +70,47 @@ class WhyResult:
     def section(self, name: str) -> list[WhyItem]:
         return [i for i in self.items if i.section == name]
 
+    def to_text(self, width: int = 90) -> str:
+        """The answer for people and models: the target, then one line per
+        item by section (id, time, status for decisions, summary, what it
+        names), stale decisions with the files that changed."""
+        from gitmem.memory.describe import SHORT_ID, short_id
+        from gitmem.memory.timespec import format_time
+
+        t = self.target
+        lines = [f"why {t.text}: {', '.join(t.files) or 'nothing in the code graph'}"]
+        if t.neighbour_files:
+            lines.append(f"  near: {', '.join(t.neighbour_files[:10])}")
+        for name in SECTIONS:
+            items = self.section(name)
+            if not items:
+                continue
+            lines.append(f"\n{name.capitalize()}")
+            for item in items:
+                e = item.event
+                line = f"  [{short_id(e.id)}] {format_time(e.time)} "
+                if name == "decisions":
+                    line += f"{item.status:<10} "
+                elif name == "commits":
+                    line += f"{str(e.field('sha', ''))[:SHORT_ID]} "
+                line += e.summary(width)
+                more = " …" if len(item.via) > 3 else ""
+                line += f"  ({', '.join(item.via[:3])}{more}" + (", nearby)" if item.near else ")")
+                lines.append(line)
+                if item.stale is not None and item.stale.stale:
+                    changed = ", ".join(item.stale.changed[:3])
+                    extra = len(item.stale.changed) - 3
+                    tail = f" and {extra} more" if extra > 0 else ""
+                    lines.append(f"      STALE: {changed}{tail} changed since it was made")
+        if len(lines) == 1 or (len(lines) == 2 and t.neighbour_files):
+            lines.append("no memory touches it")
+        if not self.graph:
+            lines.append(
+                "\nhint: without a code graph only paths are matched; build it with"
+                " 'git edda code index' for symbols and their neighbours"
+            )
+        return "\n".join(lines)
+
     def to_json(self) -> dict[str, object]:
         def item(i: WhyItem) -> dict[str, object]:
             out: dict[str, object] = {
