@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from gitmem.ipc.client import Absent, call, enabled
 from gitmem.ipc.paths import daemon_dir, private_dir, socket_path
@@ -38,17 +38,7 @@ class DaemonStatus:
     reason: str | None = None  # why it does not answer, when it does not
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "running": self.running,
-            "socket": self.socket,
-            "pid": self.pid,
-            "started": self.started,
-            "requests": self.requests,
-            "idle_timeout": self.idle_timeout,
-            "idle": self.idle,
-            "build": self.build,
-            "reason": self.reason,
-        }
+        return asdict(self)
 
 
 def status(location: RepoLocation) -> DaemonStatus:
