@@ -243,6 +243,32 @@ def main() -> int:
                 query(view)
                 times.append((time.perf_counter() - start) * 1000)
             print(f"{name}: p50 {p50(times):.1f} ms (hot)", flush=True)
+        # The same traversals from 200 functions and methods picked at random
+        # (seeded): the typical query, where the named ones above are busy.
+        import random
+
+        from gitmem.graph import query as graph_query
+
+        ix = graph_query.graph_index(view)
+        defs = [i for i, k in enumerate(ix.kind) if k in ("function", "method")]
+        picked = [ix.ids[i] for i in random.Random(7).sample(defs, min(200, len(defs)))]
+        for name, run in (
+            ("callers", graph_query.callers),
+            ("callees", graph_query.callees),
+            ("impact", graph_query.impact),
+        ):
+            run(view, picked[0], 3)
+            times = []
+            for node_id in picked:
+                start = time.perf_counter()
+                run(view, node_id, 3)
+                times.append((time.perf_counter() - start) * 1000)
+            times.sort()
+            print(
+                f"code {name} --depth 3 of 200 random functions: p50 {p50(times):.2f} ms,"
+                f" p95 {times[int(len(times) * 0.95)]:.2f} ms (hot)",
+                flush=True,
+            )
         git(repo, env, "config", "edda.code.embed", "true")
         start = time.perf_counter()
         embedded = build(location)

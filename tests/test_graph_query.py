@@ -393,3 +393,35 @@ def test_callers_grow_with_depth_and_each_node_appears_once_at_its_distance(case
         assert {r.symbol.name: r.depth for r in found.results} == expected
         for r in found.results:
             assert len(r.route) == r.depth + 1 and r.route[-1] == r.symbol.id
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 20), st.integers(0, 5), st.integers(-1, 10**6)),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_traversal_order_packed_or_not_is_the_sort_order(rows: list[tuple[int, int, int]]) -> None:
+    """Traversals order what they reach by (depth, path, line, id) with one
+    sort of packed integers; it equals sorting the tuples, and so does the
+    lexsort used when the packed key would not fit."""
+    files = {
+        f"pkg/m{p}.py": ff(
+            "python", *(d(f"f{i}", line=max(ln, 1)) for i, (_, q, ln) in enumerate(rows) if q == p)
+        )
+        for p in range(6)
+    }
+    view = view_of(files)
+    ix = query.graph_index(view)
+    import numpy as np
+
+    nodes = np.arange(len(ix.ids), dtype=np.int64)
+    levels = np.array([rows[i % len(rows)][0] for i in range(len(ix.ids))], dtype=np.int64)
+    expected = sorted(
+        range(len(ix.ids)),
+        key=lambda i: (levels[i], ix.path[i] or "", max(ix.start[i] or 0, 0), ix.ids[i]),
+    )
+    assert ix.order_by_level(nodes, levels).tolist() == expected
+    ix.__dict__["_place"] = None  # as when (path, line, id) needs more than 58 bits
+    assert ix.order_by_level(nodes, levels).tolist() == expected

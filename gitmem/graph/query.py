@@ -16,6 +16,7 @@ along that route.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import weakref
 from collections.abc import Iterable, Sequence
@@ -128,17 +129,31 @@ class Match:
         return f"{self.match:<9} {s.kind:<9} {s.ref:<48} {s.location}".rstrip()
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Reached:
     """A node a traversal reached: at its minimum depth, by ``route`` (the
     path of node ids from the start to it), over edges whose lowest
-    confidence is ``confidence``."""
+    confidence is ``confidence``. Read-only by convention: not frozen, since
+    a frozen dataclass costs four times as much to make, and an impact on a
+    busy module makes thousands."""
 
     symbol: Symbol
     depth: int
-    route: tuple[str, ...]
     via: str  # the kind of the last edge
     confidence: float
+    parent: Reached | str  # what it was reached from: another result, or the start's id
+
+    @property
+    def route(self) -> tuple[str, ...]:
+        """The node ids from the start to this one (made when asked: most
+        results are counted or listed, not routed)."""
+        chain = [self.symbol.id]
+        at = self.parent
+        while isinstance(at, Reached):
+            chain.append(at.symbol.id)
+            at = at.parent
+        chain.append(at)
+        return tuple(reversed(chain))
 
     def to_json(self) -> dict[str, Any]:
         return self.symbol.to_json() | {
@@ -158,7 +173,18 @@ class Traversal:
     depth: int
     results: tuple[Reached, ...]
     tests: tuple[Reached, ...] = ()  # impact: the tests among what is reached
-    edges: tuple[tuple[str, str, str], ...] = ()  # (src, dst, kind) of the paths, for pictures
+
+    @property
+    def edges(self) -> list[tuple[str, str, str]]:
+        """``(src, dst, kind)`` of the last edge of every route, sorted: the
+        tree the traversal walked, for pictures (derived when asked, since
+        most callers never draw one)."""
+        incoming = self.query != "callees"
+        out = []
+        for r in (*self.results, *self.tests):
+            near, far = r.route[-2], r.route[-1]
+            out.append((far, near, r.via) if incoming else (near, far, r.via))
+        return sorted(out)
 
     @property
     def files(self) -> list[str]:
@@ -367,13 +393,19 @@ class GraphIndex:
         self._paths: _Text | None = None
         self._by_qual: dict[str, list[int]] | None = None
         self.cache: dict[str, Any] = {}  # for rank.py: weights, PageRank without focus
+        self._symbols: dict[int, Symbol] = {}
 
     # -- symbols ---------------------------------------------------------------------------------
     def symbol(self, i: int) -> Symbol:
+        """Node ``i`` as a :class:`Symbol` (made once per view: traversals of
+        a busy module list thousands, and a warm process asks again)."""
+        known = self._symbols.get(i)
+        if known is not None:
+            return known
         if self._signatures is None:  # one conversion, not one per symbol
             self._signatures = self._signature.to_pylist()
         signature = self._signatures[i] or ""
-        return Symbol(
+        made = self._symbols[i] = Symbol(
             self.ids[i],
             self.kind[i],
             self.name[i],
@@ -383,6 +415,60 @@ class GraphIndex:
             self.end[i] or 0,
             signature,
         )
+        return made
+
+    # -- sort keys and flags per node, as arrays (traversals order thousands at once) --------------
+    @functools.cached_property
+    def id_rank(self) -> npt.NDArray[np.int64]:
+        """Each node's place among the ids in string order."""
+        return _ranks(self.ids)
+
+    @functools.cached_property
+    def path_rank(self) -> npt.NDArray[np.int64]:
+        """Each node's path's place among the paths in string order."""
+        return _ranks([p or "" for p in self.path])
+
+    @functools.cached_property
+    def start_array(self) -> npt.NDArray[np.int64]:
+        import numpy as np
+
+        return np.array([max(s or 0, 0) for s in self.start], dtype=np.int64)
+
+    @functools.cached_property
+    def _place(self) -> tuple[npt.NDArray[np.int64], int] | None:
+        """Each node's (path, line, id) order packed in one integer, and its
+        width in bits; None when it does not fit beside a level in 63 bits."""
+        import numpy as np
+
+        packed = np.zeros(len(self.ids), dtype=np.int64)
+        width = 0
+        for column in (self.path_rank, self.start_array, self.id_rank):
+            bits = int(column.max(initial=0)).bit_length()
+            packed = (packed << bits) | column
+            width += bits
+        return (packed, width) if width <= 63 - MAX_DEPTH.bit_length() else None
+
+    def order_by_level(
+        self, nodes: npt.NDArray[np.int64], levels: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.int64]:
+        """The order of ``nodes`` by (level, path, line, id): one sort of
+        packed integers when they fit (a third of a lexsort's time)."""
+        import numpy as np
+
+        if self._place is None:
+            return np.lexsort(
+                (self.id_rank[nodes], self.start_array[nodes], self.path_rank[nodes], levels)
+            )
+        packed, width = self._place
+        return np.argsort((levels << width) | packed[nodes], kind="stable")
+
+    @functools.cached_property
+    def test_nodes(self) -> npt.NDArray[np.bool_]:
+        """Whether each node is in a test file (:func:`is_test_path`)."""
+        import numpy as np
+
+        testing = {p: is_test_path(p) for p in set(self.path) if p}
+        return np.array([testing.get(p, False) for p in self.path], dtype=bool)
 
     def conf_list(self) -> list[float]:
         """Edge confidences as Python floats (traversals read them one by one)."""
@@ -432,6 +518,15 @@ class GraphIndex:
                     out.append(child)
                     todo.append(child)
         return sorted(set(out))
+
+
+def _ranks(values: Sequence[str]) -> npt.NDArray[np.int64]:
+    """Each value's place in string order (equal values: equal places)."""
+    import numpy as np
+
+    distinct = sorted(set(values))
+    place = {v: i for i, v in enumerate(distinct)}
+    return np.array([place[v] for v in values], dtype=np.int64)
 
 
 def _csr(
@@ -605,6 +700,7 @@ def _traverse(
     *,
     incoming: bool,
 ) -> Traversal:
+
     if not 1 <= depth <= MAX_DEPTH:
         raise UsageError(f"depth must be between 1 and {MAX_DEPTH}, not {depth}")
     ix = graph_index(view)
@@ -614,64 +710,66 @@ def _traverse(
     if ix.kind[first] == "file" or query == "impact":
         starts += ix.contained(first)  # a file: any of its definitions; impact: members too
     wanted = {ix.edge_kinds.index(k) for k in kinds if k in ix.edge_kinds}
-    seen = _breadth_first(ix, starts, depth, wanted, incoming=incoming)
-    start_set = set(starts)
-    conf = ix.conf_list()
-    kind_of = ix.ekind_list()
+    walk = _breadth_first(ix, starts, depth, wanted, incoming=incoming)
     ids = ix.ids
-    # the lowest confidence along each node's route, parents first (levels ascend)
-    lowest: dict[int, float] = dict.fromkeys(start_set, 1.0)
-    found: list[Reached] = []
-    tree: list[tuple[str, str, str]] = []
-    for node, (level, parent, edge) in sorted(seen.items(), key=lambda kv: kv[1][0]):
-        if node in start_set:
-            continue
-        lowest[node] = min(lowest[parent], conf[edge])
-        chain = [node]
-        walk = parent
-        while walk != -1:
-            chain.append(walk)
-            walk = seen[walk][1]
-        kind = ix.edge_kinds[kind_of[edge]]
-        found.append(
-            Reached(
-                ix.symbol(node), level, tuple(ids[c] for c in reversed(chain)), kind, lowest[node]
-            )
-        )
-        tree.append((ids[node], ids[parent], kind) if incoming else (ids[parent], ids[node], kind))
-    found.sort(key=lambda r: (r.depth, r.symbol.path, r.symbol.start_line, r.symbol.id))
-    tests: list[Reached] = []
-    if query == "impact":
-        testing = {p: is_test_path(p) for p in {r.symbol.path for r in found}}
-        tests = [r for r in found if testing[r.symbol.path]]
-        found = [r for r in found if not testing[r.symbol.path]]
-    return Traversal(
-        query,
-        (start_symbol,),
-        depth,
-        tuple(found),
-        tuple(tests),
-        tuple(sorted(tree)),
-    )
+    # Nearest first, then by path, line and id: one lexsort over ranks. The
+    # levels ascend, so a node's parent comes before it and has its route.
+    order = ix.order_by_level(walk.nodes, walk.levels)
+    testing = ix.test_nodes[walk.nodes[order]].tolist() if query == "impact" else None
+    names = ix.edge_kinds
+    made: dict[int, Reached | str] = {s: ids[s] for s in starts}
+    known = ix._symbols
+    every: list[Reached] = []
+    for node, parent, level, low, kind in zip(
+        walk.nodes[order].tolist(),
+        walk.parents[order].tolist(),
+        walk.levels[order].tolist(),
+        walk.lowest[order].tolist(),
+        ix.ekind[walk.edges[order]].tolist(),
+        strict=True,
+    ):
+        reached = Reached(known.get(node) or ix.symbol(node), level, names[kind], low, made[parent])
+        made[node] = reached
+        every.append(reached)
+    if testing is None:
+        found, tests = every, []
+    else:
+        found = [r for r, t in zip(every, testing, strict=True) if not t]
+        tests = [r for r, t in zip(every, testing, strict=True) if t]
+    return Traversal(query, (start_symbol,), depth, tuple(found), tuple(tests))
+
+
+@dataclass
+class _Walk:
+    """What a breadth-first walk reached, level by level: each node once,
+    with its depth, the node and edge that first reached it, and the lowest
+    edge confidence along that route."""
+
+    nodes: npt.NDArray[np.int64]
+    levels: npt.NDArray[np.int64]
+    parents: npt.NDArray[np.int64]
+    edges: npt.NDArray[np.int64]
+    lowest: npt.NDArray[np.float32]
 
 
 def _breadth_first(
     ix: GraphIndex, starts: list[int], depth: int, wanted: set[int], *, incoming: bool
-) -> dict[int, tuple[int, int, int]]:
-    """node -> (depth, parent node, edge) for every node within ``depth``
-    edges of a kind in ``wanted`` (starts: depth 0, no parent). A level at a
-    time, in numpy: a node reached several ways keeps its first parent in
-    (parent order, edge order), which is deterministic."""
+) -> _Walk:
+    """Every node within ``depth`` edges of a kind in ``wanted`` of
+    ``starts`` (which are not listed). A level at a time, in numpy: a node
+    reached several ways keeps its first parent in (parent order, edge
+    order), which is deterministic."""
     import numpy as np
 
     order, at = (ix.in_order, ix.in_at) if incoming else (ix.out_order, ix.out_at)
     other = ix.src if incoming else ix.dst
     kinds = np.zeros(len(ix.edge_kinds), dtype=bool)
     kinds[sorted(wanted)] = True
-    seen: dict[int, tuple[int, int, int]] = {s: (0, -1, -1) for s in starts}
     reached = np.zeros(len(ix.ids), dtype=bool)
+    lowest = np.ones(len(ix.ids), dtype=np.float32)
     frontier = np.array(list(dict.fromkeys(starts)), dtype=np.int64)
     reached[frontier] = True
+    found: list[tuple[Any, Any, Any, int]] = []  # per level: nodes, parents, edges, level
     for level in range(1, depth + 1):
         begin, end = at[frontier], at[frontier + 1]
         counts = end - begin
@@ -690,13 +788,22 @@ def _breadth_first(
         if len(targets) == 0:
             break
         targets, first = np.unique(targets, return_index=True)
-        for node, parent, edge in zip(
-            targets.tolist(), parents[first].tolist(), edges[first].tolist(), strict=True
-        ):
-            seen[node] = (level, parent, edge)
+        parents, edges = parents[first], edges[first]
+        lowest[targets] = np.minimum(lowest[parents], ix.conf[edges])
         reached[targets] = True
+        found.append((targets, parents, edges, level))
         frontier = targets
-    return seen
+    if not found:
+        empty = np.zeros(0, dtype=np.int64)
+        return _Walk(empty, empty, empty, empty, np.zeros(0, dtype=np.float32))
+    nodes = np.concatenate([f[0] for f in found])
+    return _Walk(
+        nodes,
+        np.concatenate([np.full(len(f[0]), f[3], dtype=np.int64) for f in found]),
+        np.concatenate([f[1] for f in found]),
+        np.concatenate([f[2] for f in found]),
+        lowest[nodes],
+    )
 
 
 def neighbors(view: GraphView, target: str | Symbol) -> Neighborhood:
