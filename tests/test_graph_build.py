@@ -23,11 +23,13 @@ from gitmem.graph.build import BuildReport, build, graph_root
 from gitmem.graph.cache import FactsCache, cache_key
 from gitmem.graph.extraction import load
 from gitmem.graph.freshness import head_commit
-from gitmem.graph.manifest import TABLE_FILES, read_manifest
+from gitmem.graph.manifest import read_manifest, table_files
 from gitmem.graph.paths import cache_path
 from gitmem.graph.scan import Glob, Settings, content_skip, default_path_skip
 from gitmem.graph.schema import edges_schema, files_schema, node_id, nodes_schema
+from gitmem.graph.shards import shard_of
 from gitmem.graph.view import GraphView
+from gitmem.sidecar.integrity import read_stamps
 from gitmem.sidecar.lock import builder_lock
 from gitmem.storage.locate import RepoLocation, locate
 
@@ -82,8 +84,11 @@ def generation(repo: Path) -> Path:
 
 
 def table_bytes(repo: Path) -> dict[str, bytes]:
+    """Every table file of the current generation (``files.parquet``, each shard)."""
     directory = generation(repo)
-    return {name: (directory / name).read_bytes() for name in TABLE_FILES}
+    manifest = read_manifest(graph_root(where(repo)))
+    assert manifest is not None
+    return {name: (directory / name).read_bytes() for name in table_files(manifest.shards)}
 
 
 def indexed(repo: Path) -> dict[str, dict[str, object]]:
@@ -113,8 +118,8 @@ def test_the_tables_read_with_pyarrow_alone(tmp_path: Path) -> None:
     assert report.seen == report.files and report.skipped == {}
     directory = generation(repo)
     files = pq.read_table(directory / "files.parquet")
-    nodes = pq.read_table(directory / "nodes.parquet")
-    edges = pq.read_table(directory / "edges.parquet")
+    nodes = pq.read_table(directory / "nodes")  # a directory of shards: one table
+    edges = pq.read_table(directory / "edges")
     assert files.schema.equals(files_schema())
     assert nodes.schema.equals(nodes_schema())
     assert edges.schema.equals(edges_schema())
@@ -137,7 +142,9 @@ def test_the_tables_read_with_pyarrow_alone(tmp_path: Path) -> None:
     assert manifest is not None
     assert manifest.commit == git(repo, "rev-parse", "HEAD").strip()
     assert manifest.mode == "head" and not manifest.worktree
-    assert set(manifest.files) == set(TABLE_FILES)
+    assert manifest.shards == 1  # a small repository: one shard a table
+    assert set(manifest.files) == set(table_files(1))
+    assert table_files(1) == ["files.parquet", "nodes/00.parquet", "edges/00.parquet"]
     assert manifest.counts == {"files": 5, "nodes": report.nodes, "edges": report.edges}
 
 
@@ -194,6 +201,173 @@ def test_a_branch_switch_parses_only_the_files_that_differ(tmp_path: Path) -> No
     git(repo, "mv", "pkg/m4.py", "pkg/renamed.py")
     commit_all(repo, "rename")
     assert run(repo).parsed == 0
+
+
+# incremental in a warm process: shards written or linked -----------------------------------------
+def project(modules: int = 150) -> dict[str, str | bytes]:
+    """Enough files for four shards (more than 128): packages whose modules
+    import and call their neighbours, and a guide that names them."""
+    files: dict[str, str | bytes] = {f"pkg{p}/__init__.py": "" for p in range(6)}
+    for i in range(modules):
+        j = (i + 1) % modules
+        files[f"pkg{i % 6}/m{i}.py"] = (
+            f"from pkg{j % 6} import m{j}\n\n\n"
+            f"def f{i}(x):\n    return m{j}.f{j}(x) + {i}\n\n\n"
+            f"class C{i}:\n    def run(self):\n        return f{i}(1)\n"
+        )
+    files["README.md"] = "# Guide\n\n## Start\n\nCall `f0` in pkg0/m0.py.\n"
+    return files
+
+
+def code_bytes(repo: Path) -> dict[str, bytes]:
+    """The code index's chunk shards (its Tantivy files are named afresh by every build)."""
+    directory = generation(repo) / "code" / "chunks"
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
+
+
+def cold_bytes(repo: Path) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """What a build from scratch writes for the same files (the tables, the chunks)."""
+    report = run(repo, rebuild=True)
+    assert report.built and report.reason == "requested"
+    return table_bytes(repo), code_bytes(repo)
+
+
+def inodes(directory: Path) -> dict[str, int]:
+    """Every file under ``directory`` (relative name -> inode)."""
+    return {
+        str(p.relative_to(directory)): p.stat().st_ino for p in directory.rglob("*") if p.is_file()
+    }
+
+
+def test_a_warm_build_writes_what_a_cold_build_writes(tmp_path: Path) -> None:
+    """After one change, and after a branch switch changing 20 files (bodies,
+    definitions, imports; one file gone, one new), the build in the process
+    that built the graph before (resolving and writing only what changed)
+    leaves the same bytes as a build from scratch."""
+    repo = code_repo(tmp_path / "repo", project())
+    run(repo)
+    first = table_bytes(repo), code_bytes(repo)
+    manifest = read_manifest(graph_root(where(repo)))
+    assert manifest is not None and manifest.shards == 4
+    # one file: a new function and a new call
+    with open(repo / "pkg2/m8.py", "a") as handle:
+        handle.write("\n\ndef added():\n    return f8(2)\n")
+    commit_all(repo, "one")
+    report = run(repo)
+    assert report.built and report.parsed == 1
+    warm = table_bytes(repo), code_bytes(repo)
+    assert warm != first and warm == cold_bytes(repo)
+    # a branch switch: 20 files
+    git(repo, "checkout", "-q", "-b", "feature")
+    changes: dict[str, str | bytes] = {}
+    for i in range(10, 26):  # bodies and definitions
+        changes[f"pkg{i % 6}/m{i}.py"] = (
+            f"def f{i}(x):\n    return x * {i}\n\n\ndef g{i}():\n    return f{i}(3)\n"
+        )
+    changes["pkg1/m31.py"] = "import json\n\n\ndef f31(x):\n    return json.dumps(x)\n"  # imports
+    changes["pkg2/new.py"] = "from pkg0 import m0\n\n\ndef h():\n    return m0.f0(1)\n"
+    changes["README.md"] = "# Guide\n\n## Start\n\nCall `g12` and `h`.\n"
+    write(repo, changes)
+    (repo / "pkg3/m33.py").unlink()
+    commit_all(repo, "feature")
+    report = run(repo)
+    assert report.built and report.parsed == 19  # 18 changed, 1 new, 1 gone
+    feature = table_bytes(repo), code_bytes(repo)
+    assert feature == cold_bytes(repo)
+    # and back: the first bytes again
+    git(repo, "checkout", "-q", "main")
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    assert run(repo).parsed == 0
+    assert (table_bytes(repo), code_bytes(repo)) == first
+
+
+def test_a_change_rewrites_its_own_shards_and_links_the_others(tmp_path: Path) -> None:
+    repo = code_repo(tmp_path / "repo", project())
+    run(repo)
+    old = generation(repo)
+    before = inodes(old)
+    old_manifest = read_manifest(graph_root(where(repo)))
+    assert old_manifest is not None
+    # Links to every file of the previous generation: whatever the next
+    # build does, it must not write into them (Tantivy and usearch write
+    # new files and rename).
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    kept: dict[str, bytes] = {}
+    for name in before:
+        flat = name.replace("/", "__")
+        os.link(old / name, keep / flat)
+        kept[flat] = (keep / flat).read_bytes()
+    changed = "pkg4/m10.py"
+    (repo / changed).write_text(
+        "from pkg5 import m11\nfrom pkg0 import m12\n\n\n"
+        "def f10(x):\n    # now two calls\n    return m11.f11(x) + m12.f12(x)\n"
+        "\n\nclass C10:\n    def run(self):\n        return f10(1)\n"
+    )
+    commit_all(repo, "one file")
+    report = run(repo)
+    assert report.built and report.parsed == 1
+    new = generation(repo)
+    assert new != old and not old.exists()
+    after = inodes(new)
+    mine = shard_of(changed, 4)
+    for table in ("nodes", "edges", "code/chunks"):
+        for s in range(4):
+            name = f"{table}/{s:02d}.parquet"
+            if s == mine:
+                assert after[name] != before[name], name  # its rows changed: written
+            else:
+                assert after[name] == before[name], name  # linked
+    assert after["files.parquet"] != before["files.parquet"]  # small: always written
+    # the full-text index: the previous segments linked, a new one added
+    old_text = {
+        n for n in before if n.startswith("code/fulltext/") and not n.endswith((".json", ".lock"))
+    }
+    assert old_text and all(after.get(n) == before[n] for n in old_text)
+    assert {n for n in after if n.startswith("code/fulltext/")} - set(before)
+    for flat, data in kept.items():
+        assert (keep / flat).read_bytes() == data, flat
+    # a linked shard's checksum is carried over, and stamped: opening reads nothing again
+    manifest = read_manifest(graph_root(where(repo)))
+    assert manifest is not None
+    for name in table_files(4):
+        if name != "files.parquet" and not name.endswith(f"/{mine:02d}.parquet"):
+            assert manifest.files[name] == old_manifest.files[name]
+    stamps = read_stamps(new)
+    for name in table_files(4):
+        st = os.stat(new / name)
+        assert stamps[name][:5] == [
+            st.st_dev,
+            st.st_ino,
+            st.st_size,
+            st.st_mtime_ns,
+            st.st_ctime_ns,
+        ]
+    view = GraphView.open(repo, refresh=False)
+    assert view.nodes.num_rows == report.nodes and view.edges.num_rows == report.edges
+    assert "f10" in view.nodes.column("name").to_pylist()
+
+
+def test_damage_in_one_shard_is_found_and_never_linked(tmp_path: Path) -> None:
+    repo = code_repo(tmp_path / "repo", project())
+    run(repo)
+    changed = "pkg1/m7.py"
+    damaged = next(s for s in range(4) if s != shard_of(changed, 4))
+    target = generation(repo) / f"edges/{damaged:02d}.parquet"
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    target.write_bytes(bytes(data))
+    with pytest.raises(NotFoundError, match=f"edges/{damaged:02d}.parquet"):
+        GraphView.open(repo, refresh=False)
+    # The next build (this process wrote that shard's rows, which did not
+    # change) writes it again rather than link the damaged file.
+    with open(repo / changed, "a") as handle:
+        handle.write("\n\ndef extra():\n    return f7(0)\n")
+    commit_all(repo, "one")
+    assert run(repo).built
+    GraphView.open(repo, refresh=False)  # sound again
+    warm = table_bytes(repo)
+    assert warm == cold_bytes(repo)[0]
 
 
 def test_a_second_worktree_reuses_the_facts(tmp_path: Path) -> None:
@@ -480,7 +654,7 @@ def test_a_reader_does_not_wait_long_for_another_builder(tmp_path: Path) -> None
     assert not view.stale and "extra.py" in view.files.column("path").to_pylist()
 
 
-@pytest.mark.parametrize("name", TABLE_FILES)
+@pytest.mark.parametrize("name", table_files(1))
 def test_a_damaged_generation_is_rebuilt(tmp_path: Path, name: str) -> None:
     repo = code_repo(tmp_path / "repo")
     run(repo)

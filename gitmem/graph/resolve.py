@@ -1572,18 +1572,38 @@ class Resolver:
     either way (tests check it on random edits); a build process keeps one
     per worktree."""
 
-    def __init__(self) -> None:
+    def __init__(self, shards: int | None = None) -> None:
         self._ix: Index | None = None
         self._interfaces: dict[str, tuple[Any, ...]] = {}
         self._externals: dict[str, set[str]] = {}
-        self._tables: tuple[pa.Table, pa.Table] | None = None
+        self._fixed_count = shards
+        self._shards: tuple[list[pa.Table], list[pa.Table]] | None = None
+        self._external_rows: list[tuple[object, ...]] = []
         self._tokens: dict[str, set[str]] | None = None
         self._file_tokens: dict[str, set[str]] = {}
         self.redone: list[str] = []
         "The files the last call resolved (every file, or those an update redid)."
 
+    @property
+    def shards(self) -> tuple[list[pa.Table], list[pa.Table]]:
+        """The last result as stored: the nodes' and the edges' shards
+        (:mod:`gitmem.graph.shards`: ``shards.shard_count(files)`` of them,
+        unless the resolver was given a number). An update keeps the very
+        table object of every shard whose rows did not change."""
+        if self._shards is None:
+            raise ValueError("nothing was resolved yet")  # a bug in the caller
+        return self._shards
+
+    def _joined(self) -> tuple[pa.Table, pa.Table]:
+        import pyarrow as pa
+
+        nodes, edges = self.shards
+        return pa.concat_tables(nodes), pa.concat_tables(edges)
+
     def resolve(self, files: Mapping[str, FileFacts]) -> tuple[pa.Table, pa.Table]:
         """Every file, from scratch."""
+        from gitmem.graph.shards import shard_count, split
+
         ix = Index(files)
         edges = _Edges()
         columns: dict[str, list[object]] = {name: [] for name in _NODE_COLUMNS}
@@ -1596,11 +1616,14 @@ class Resolver:
         self._tokens = None
         self._interfaces = {p: interface(files[p]) for p in ix.paths}
         self._externals = dict(edges.externals)
-        nodes = _nodes_table(columns, self._external_nodes(ix))
-        table = _edges_table(edges)
-        self._tables = (nodes, table)
+        self._external_rows = self._external_nodes(ix)
+        count = self._fixed_count or shard_count(len(ix.paths))
+        self._shards = (
+            split(_nodes_table(columns, self._external_rows), count, NODE_ORDER),
+            split(_edges_table(edges), count, EDGE_ORDER),
+        )
         self.redone = list(ix.paths)
-        return nodes, table
+        return self._joined()
 
     def update(
         self, files: Mapping[str, FileFacts], changed: Iterable[str]
@@ -1616,12 +1639,9 @@ class Resolver:
         read its definitions). Everything is resolved again when files came
         or went, or a changed file's language, imports or bases changed, or
         the bases of a redone class changed."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         ix = self._ix
         changed = sorted(set(changed))
-        if ix is None or self._tables is None or sorted(files) != ix.paths:
+        if ix is None or self._shards is None or sorted(files) != ix.paths:
             return self.resolve(files)
         fresh = {p: interface(files[p]) for p in changed}
         old = self._interfaces
@@ -1629,7 +1649,7 @@ class Resolver:
             return self.resolve(files)
         if not changed:
             self.redone = []
-            return self._tables
+            return self._joined()
         tokens = self._token_index()
         names: set[str] = set()
         redefined = [p for p in changed if fresh[p][1] != old[p][1]]
@@ -1673,20 +1693,53 @@ class Resolver:
             for token in self._file_tokens[path]:
                 tokens.setdefault(token, set()).add(path)
         self._interfaces.update(fresh)
-        old_nodes, old_edges = self._tables
-        gone = pa.array(redo, type=pa.string())
-        keep_nodes = pc.invert(pc.is_in(old_nodes.column("path"), value_set=gone))
-        keep_nodes = pc.and_(keep_nodes, pc.not_equal(old_nodes.column("path"), ""))
-        keep_edges = pc.invert(pc.is_in(old_edges.column("path"), value_set=gone))
-        fresh_nodes = _nodes_table(columns, self._external_nodes(ix))
-        nodes = _sorted(pa.concat_tables([old_nodes.filter(keep_nodes), fresh_nodes]), ["id"])
-        table = _sorted(
-            pa.concat_tables([old_edges.filter(keep_edges), _edges_table(edges)]),
-            ["src", "kind", "dst", "line"],
-        )
-        self._tables = (nodes, table)
+        self._replace(redo, columns, edges, self._external_nodes(ix))
         self.redone = redo
-        return nodes, table
+        return self._joined()
+
+    def _replace(
+        self,
+        redo: list[str],
+        columns: dict[str, list[object]],
+        edges: _Edges,
+        externals: list[tuple[object, ...]],
+    ) -> None:
+        """Put the rows of the files ``redo`` (``columns``, ``edges``) and
+        the external modules in place of their old rows, in the shards
+        holding them: the other shards stay the same objects, and so does
+        a shard whose rows came out the same."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from gitmem.graph.shards import shard_of, sort, split
+
+        node_shards = list(self.shards[0])
+        edge_shards = list(self.shards[1])
+        count = len(node_shards)
+        touched = {shard_of(p, count) for p in redo}
+        outside = shard_of("", count)  # external modules have no file
+        if externals != self._external_rows:
+            touched.add(outside)
+        gone = pa.array(redo, type=pa.string())
+        new_nodes = split(_nodes_table(columns, []), count, NODE_ORDER)
+        new_edges = split(_edges_table(edges), count, EDGE_ORDER)
+        for s in sorted(touched):
+            old = node_shards[s]
+            keep = pc.invert(pc.is_in(old.column("path"), value_set=gone))
+            parts = [new_nodes[s]]
+            if s == outside:
+                keep = pc.and_(keep, pc.not_equal(old.column("path"), ""))
+                parts.append(_nodes_table(_columns(externals), []))
+            node_shards[s] = _same_or(
+                old, sort(pa.concat_tables([old.filter(keep), *parts]), NODE_ORDER)
+            )
+            old = edge_shards[s]
+            keep = pc.invert(pc.is_in(old.column("path"), value_set=gone))
+            edge_shards[s] = _same_or(
+                old, sort(pa.concat_tables([old.filter(keep), new_edges[s]]), EDGE_ORDER)
+            )
+        self._shards = (node_shards, edge_shards)
+        self._external_rows = externals
 
     def _token_index(self) -> dict[str, set[str]]:
         """Identifier -> the files whose facts name it (built on first need)."""
@@ -1823,25 +1876,38 @@ def _inheritance(ix: Index, path: str, edges: _Edges) -> None:
         _add_hit(ix, edges, path, src, kind, hit, inh.line or child.start_line)
 
 
+def _columns(rows: list[tuple[object, ...]]) -> dict[str, list[object]]:
+    columns: dict[str, list[object]] = {name: [] for name in _NODE_COLUMNS}
+    for row in rows:
+        for column, value in zip(_NODE_COLUMNS, row, strict=True):
+            columns[column].append(value)
+    return columns
+
+
+NODE_ORDER = ["id"]
+EDGE_ORDER = ["src", "kind", "dst", "line"]
+
+
 def _nodes_table(columns: dict[str, list[object]], externals: list[tuple[object, ...]]) -> pa.Table:
+    """The nodes of ``columns`` and the external modules ``externals``, unsorted."""
     import pyarrow as pa
 
     for row in externals:
         for column, value in zip(_NODE_COLUMNS, row, strict=True):
             columns[column].append(value)
     schema = nodes_schema()
-    table = pa.table(
+    return pa.table(
         {c: pa.array(columns[c], type=schema.field(c).type) for c in _NODE_COLUMNS}, schema=schema
     )
-    return _sorted(table, ["id"])
 
 
 def _edges_table(edges: _Edges) -> pa.Table:
+    """The rows of ``edges``, unsorted."""
     import pyarrow as pa
 
     keys = list(edges.rows)
     rows = edges.rows
-    table = pa.table(
+    return pa.table(
         {
             "src": [k[0] for k in keys],
             "dst": [k[2] for k in keys],
@@ -1853,13 +1919,9 @@ def _edges_table(edges: _Edges) -> pa.Table:
         },
         schema=edges_schema(),
     )
-    return _sorted(table, ["src", "kind", "dst", "line"])
 
 
-def _sorted(table: pa.Table, keys: list[str]) -> pa.Table:
-    """Rows in the tables' order (strings compare by code point, as Python
-    sorts them: ids and kinds are ASCII)."""
-    import pyarrow.compute as pc
-
-    order = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in keys])
-    return table.take(order).combine_chunks()
+def _same_or(old: pa.Table, new: pa.Table) -> pa.Table:
+    """``old`` itself when ``new`` holds the same rows: what a build may
+    link from the previous generation instead of writing it again."""
+    return old if old.equals(new) else new

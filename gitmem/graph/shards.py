@@ -1,0 +1,103 @@
+"""Tables stored as shards: the rows of a table split by file, one Parquet
+file per shard, so that a build after a change rewrites only the shards
+holding the changed files' rows and links the others from the previous
+generation.
+
+A row belongs to the shard of its file (its ``path`` column: a node's
+file, an edge's source file, a chunk's file): CRC-32 of the path's UTF-8
+bytes modulo the number of shards (:func:`shard_of`; an external module,
+path ``""``, lands in shard 0). The number of shards depends on the number
+of files indexed alone (:func:`shard_count`), so the same files give the
+same shards whichever build wrote them, and a table is its shards
+concatenated in order: ``<table>/00.parquet``, ``<table>/01.parquet``, ….
+Within a shard, rows keep the table's sort order.
+
+Why these numbers. On the standard library (2,273 files; nodes 4.7 MB,
+edges 2.7 MB, chunks 12 MB) one file's shard of each table takes 2 ms
+(nodes, edges) and 6 ms (chunks) to write at 32 shards, against 57, 58 and
+150 ms for whole tables, while reading 32 shards instead of one file adds
+~10 ms to opening the graph. About 64 files a shard keeps a small
+repository at one shard per table, the layout of one file.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = [
+    "FILES_PER_SHARD",
+    "MAX_SHARDS",
+    "shard_count",
+    "shard_name",
+    "shard_names",
+    "shard_of",
+    "sort",
+    "split",
+]
+
+FILES_PER_SHARD = 64
+MAX_SHARDS = 32
+
+
+def shard_count(files: int) -> int:
+    """How many shards a table of ``files`` files' rows has: a power of two,
+    about :data:`FILES_PER_SHARD` files each, at most :data:`MAX_SHARDS`."""
+    count = 1
+    while count < MAX_SHARDS and count * FILES_PER_SHARD < files:
+        count *= 2
+    return count
+
+
+def shard_of(path: str, count: int) -> int:
+    """The shard of a file's rows."""
+    return zlib.crc32(path.encode("utf-8", "surrogatepass")) % count
+
+
+def shard_name(table: str, shard: int) -> str:
+    """A shard's path inside a generation: ``nodes/03.parquet``."""
+    return f"{table}/{shard:02d}.parquet"
+
+
+def shard_names(table: str, count: int) -> list[str]:
+    """Every shard of a table, in order."""
+    return [shard_name(table, s) for s in range(count)]
+
+
+def sort(table: pa.Table, keys: list[str]) -> pa.Table:
+    """Rows in the tables' order, in one chunk (Parquet pages are cut by the
+    chunks written, so equal rows must come in equal chunks to give equal
+    bytes). Strings compare by code point, as Python sorts them."""
+    import pyarrow.compute as pc
+
+    order = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in keys])
+    return table.take(order).combine_chunks()
+
+
+def split(table: pa.Table, count: int, keys: list[str]) -> list[pa.Table]:
+    """``table``'s rows by shard of their ``path``, each shard sorted by ``keys``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if count == 1:
+        return [sort(table, keys)]
+    encoded = pc.dictionary_encode(table.column("path")).combine_chunks()
+    of_value = pa.array([shard_of(p, count) for p in encoded.dictionary.to_pylist()], pa.int32())
+    shard = pc.take(of_value, encoded.indices)
+    ordered = table.append_column("_shard", shard)
+    order = pc.sort_indices(
+        ordered, sort_keys=[("_shard", "ascending"), *((k, "ascending") for k in keys)]
+    )
+    ordered = table.take(order)
+    sizes = pc.value_counts(shard).to_pylist()
+    per = {int(v["values"]): int(v["counts"]) for v in sizes}
+    out: list[pa.Table] = []
+    start = 0
+    for s in range(count):
+        size = per.get(s, 0)
+        out.append(ordered.slice(start, size).combine_chunks())
+        start += size
+    return out
