@@ -14,6 +14,7 @@ import subprocess
 import threading
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import ROOT, cli, git
@@ -346,6 +347,9 @@ def test_a_change_rewrites_its_own_shards_and_links_the_others(tmp_path: Path) -
     view = GraphView.open(repo, refresh=False)
     assert view.nodes.num_rows == report.nodes and view.edges.num_rows == report.edges
     assert "f10" in view.nodes.column("name").to_pylist()
+    for table, got in (("nodes", view.nodes), ("edges", view.edges)):  # the shards in order
+        one_by_one = [pq.read_table(new / f"{table}/{s:02d}.parquet") for s in range(4)]
+        assert got.equals(pa.concat_tables(one_by_one))
 
 
 def test_damage_in_one_shard_is_found_and_never_linked(tmp_path: Path) -> None:

@@ -816,16 +816,13 @@ class CodeIndex:
                 f"no code index in {directory}", "build one with 'git edda code index'"
             )
         try:
-            tables = [
-                pq.read_table(directory / name, memory_map=True)
-                for name in chunk_files(meta.shards)
-            ]
-        except (OSError, ValueError) as exc:
+            # the shards in order, read together (Arrow reads them in parallel)
+            paths = [str(directory / name) for name in chunk_files(meta.shards)]
+            table = pq.read_table(paths if len(paths) > 1 else paths[0], memory_map=True)
+        except (OSError, pa.ArrowException) as exc:
             raise IndexDamagedError(f"{CHUNKS_DIR}: {exc}") from None
-        schema = chunks_schema()
-        if any(t.schema != schema for t in tables):
+        if table.schema != chunks_schema():
             raise IndexDamagedError(f"{CHUNKS_DIR} does not have the chunks' columns")
-        table = pa.concat_tables(tables)
         if table.num_rows != meta.chunks:
             raise IndexDamagedError(f"{CHUNKS_DIR} does not match {META_FILE}")
         return cls(directory, meta, table, config, stamp_dir)
