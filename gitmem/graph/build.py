@@ -405,7 +405,8 @@ class Builder:
             resolver.resolve(facts)
         else:
             resolver, before = warm
-            changed = [p for p in facts.keys() | before.keys() if before.get(p) is not facts.get(p)]
+            changed = [p for p, f in facts.items() if before.get(p) is not f]
+            changed += [p for p in before if p not in facts]
             resolver.update(facts, changed)
         _RESOLVERS[key] = (resolver, dict(facts))
         return resolver.shards
@@ -444,10 +445,10 @@ class Builder:
     # -- code search -------------------------------------------------------------------------
     def _chunks(
         self, found: Scan, keys: dict[str, str], facts: dict[str, FileFacts]
-    ) -> list[Chunk]:
-        """Every indexed file's search chunks: cached per blob like its facts
-        (chunks depend on the bytes and the facts only), so a build reads
-        the bytes of new blobs alone."""
+    ) -> dict[str, list[Chunk]]:
+        """Every indexed file's search chunks, by path: cached per blob like
+        its facts (chunks depend on the bytes and the facts only), so a build
+        reads the bytes of new blobs alone."""
         import dataclasses
 
         pieces: dict[str, list[Chunk]] = {}
@@ -470,7 +471,7 @@ class Builder:
                 key = by_blob[blob]
                 path = unread[key]
                 pieces[key] = self._chunk_and_keep(key, path, content or b"", facts[path])
-        out: list[Chunk] = []
+        out: dict[str, list[Chunk]] = {}
         for entry in found.entries:
             if entry.path not in facts:
                 continue
@@ -485,7 +486,7 @@ class Builder:
                     [dataclasses.replace(c, path=entry.path) for c in blob_chunks],
                 )
                 _PLACED[(key, entry.path)] = placed
-            out.extend(placed[1])
+            out[entry.path] = placed[1]  # by file: the code index diffs file by file
         return out
 
     def _chunk_and_keep(self, key: str, path: str, data: bytes, facts: FileFacts) -> list[Chunk]:
@@ -495,7 +496,7 @@ class Builder:
         self.cache.put(key + CHUNKS_SUFFIX, _encode_chunks(chunks))
         return chunks
 
-    def _code_index(self, directory: Path, chunks: list[Chunk], shards: int) -> None:
+    def _code_index(self, directory: Path, chunks: dict[str, list[Chunk]], shards: int) -> None:
         """The code search index of this generation, from the previous one."""
         from gitmem.graph.codeindex import CODE_DIR, build_code_index
 

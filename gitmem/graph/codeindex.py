@@ -50,7 +50,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -214,18 +214,14 @@ class _Row:
     chunk: Chunk
 
 
-def _by_path(chunks: Sequence[Chunk]) -> dict[str, list[Chunk]]:
+def _by_path(chunks: Sequence[Chunk]) -> dict[str, Sequence[Chunk]]:
     """The chunks of each file (a builder passes them file by file)."""
     import itertools
     import operator
 
-    out: dict[str, list[Chunk]] = {}
+    out: dict[str, Sequence[Chunk]] = {}
     for path, group in itertools.groupby(chunks, key=operator.attrgetter("path")):
-        known = out.get(path)
-        if known is None:
-            out[path] = list(group)
-        else:
-            known.extend(group)
+        out[path] = [*out.get(path, ()), *group]
     return out
 
 
@@ -249,7 +245,7 @@ class _State:
     """What a build computed, for the next build in the same process."""
 
     meta: CodeMeta
-    chunks: dict[str, list[Chunk]]  # the chunks given, by file
+    chunks: dict[str, Sequence[Chunk]]  # the chunks given, by file (compared by identity first)
     rows: dict[str, list[_Row]]  # their rows, by file
     tables: list[pa.Table]  # the chunk shards written
 
@@ -263,7 +259,7 @@ _STATES: dict[str, _State] = {}
 
 def build_code_index(
     directory: Path,
-    chunks: Sequence[Chunk],
+    chunks: Sequence[Chunk] | Mapping[str, Sequence[Chunk]],
     *,
     config: Config,
     stamp_dir: Path | None,
@@ -273,7 +269,8 @@ def build_code_index(
     progress: Progress | None = None,
     shards: int = 1,
 ) -> CodeIndexReport:
-    """Write the code index of ``chunks`` into ``directory`` (created if need be).
+    """Write the code index of ``chunks`` (a list, or each file's list by
+    path) into ``directory`` (created if need be).
 
     ``reuse`` is the previous code index (another generation's, or
     ``directory`` itself): unchanged chunks are then kept, not indexed again.
@@ -294,11 +291,16 @@ def build_code_index(
     _STATES.pop(str(directory), None)
     if state is None or reuse is None or in_place or read_meta(reuse) != state.meta:
         state = None  # in place (no diff kept), or another process built there since
-    by_path = _by_path(chunks)
+    # Each file's chunks as given (a builder's lists are not copied: a copy
+    # would touch every chunk of the repository).
+    by_path = dict(chunks) if isinstance(chunks, Mapping) else _by_path(chunks)
     changed: list[str]
     if state is not None:
         rows_by_path = dict(state.rows)
-        changed = [p for p, given in by_path.items() if state.chunks.get(p) != given]
+        known = state.chunks
+        changed = [
+            p for p, given in by_path.items() if known.get(p) is not given and known.get(p) != given
+        ]
         changed += [p for p in state.rows if p not in by_path]
         old_keys = {r.key: r.id for p in changed for r in state.rows.get(p, ())}
         for path in changed:

@@ -1642,11 +1642,11 @@ class Resolver:
         ix = self._ix
         changed = sorted(set(changed))
         if ix is None or self._shards is None or sorted(files) != ix.paths:
-            return self.resolve(files)
+            return self._again(files)
         fresh = {p: interface(files[p]) for p in changed}
         old = self._interfaces
         if any(fresh[p][0] != old[p][0] or fresh[p][2:] != old[p][2:] for p in changed):
-            return self.resolve(files)
+            return self._again(files)
         if not changed:
             self.redone = []
             return self._joined()
@@ -1673,19 +1673,22 @@ class Resolver:
                     own.setdefault(d.qualname, d)
                 ix.defs[path] = own
         redo = sorted(affected)
-        before = {k: v for k, v in ix.bases.items() if k.path in affected}
+        before = _bases_of(ix, redo)
         for key in before:
             del ix.bases[key]
         edges = _Edges()
         for path in redo:
             ix.link_file(path, edges.add)  # the same bindings but for definitions that moved
             _inheritance(ix, path, edges)
-        if {k: v for k, v in ix.bases.items() if k.path in affected} != before:
-            return self.resolve(files)  # a class's bases moved: inherited lookups anywhere
+        if _bases_of(ix, redo) != before:
+            return self._again(files)  # a class's bases moved: inherited lookups anywhere
         columns: dict[str, list[object]] = {name: [] for name in _NODE_COLUMNS}
+        reached = False  # an external module came or went
         for path in redo:
             _file(ix, path, edges, columns)
-            self._externals[path] = edges.externals.get(path, set())
+            now = edges.externals.get(path, set())
+            reached = reached or now != self._externals.get(path, set())
+            self._externals[path] = now
         for path in changed:
             for token in self._file_tokens.get(path, ()):
                 tokens.get(token, set()).discard(path)
@@ -1693,8 +1696,21 @@ class Resolver:
             for token in self._file_tokens[path]:
                 tokens.setdefault(token, set()).add(path)
         self._interfaces.update(fresh)
-        self._replace(redo, columns, edges, self._external_nodes(ix))
+        externals = self._external_nodes(ix) if reached else self._external_rows
+        self._replace(redo, columns, edges, externals)
         self.redone = redo
+        return self._joined()
+
+    def _again(self, files: Mapping[str, FileFacts]) -> tuple[pa.Table, pa.Table]:
+        """Everything resolved again, keeping the previous table of each
+        shard that came out the same (as an update does)."""
+        previous = self._shards
+        self.resolve(files)
+        if previous is not None and len(previous[0]) == len(self.shards[0]):
+            self._shards = (
+                [_same_or(a, b) for a, b in zip(previous[0], self.shards[0], strict=True)],
+                [_same_or(a, b) for a, b in zip(previous[1], self.shards[1], strict=True)],
+            )
         return self._joined()
 
     def _replace(
@@ -1711,7 +1727,7 @@ class Resolver:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        from gitmem.graph.shards import shard_of, sort, split
+        from gitmem.graph.shards import parts, shard_of, sort
 
         node_shards = list(self.shards[0])
         edge_shards = list(self.shards[1])
@@ -1721,22 +1737,23 @@ class Resolver:
         if externals != self._external_rows:
             touched.add(outside)
         gone = pa.array(redo, type=pa.string())
-        new_nodes = split(_nodes_table(columns, []), count, NODE_ORDER)
-        new_edges = split(_edges_table(edges), count, EDGE_ORDER)
+        new_nodes = parts(_nodes_table(columns, []), count)
+        new_edges = parts(_edges_table(edges), count)
         for s in sorted(touched):
             old = node_shards[s]
             keep = pc.invert(pc.is_in(old.column("path"), value_set=gone))
-            parts = [new_nodes[s]]
+            came = [new_nodes[s]] if s in new_nodes else []
             if s == outside:
                 keep = pc.and_(keep, pc.not_equal(old.column("path"), ""))
-                parts.append(_nodes_table(_columns(externals), []))
+                came.append(_nodes_table(_columns(externals), []))
             node_shards[s] = _same_or(
-                old, sort(pa.concat_tables([old.filter(keep), *parts]), NODE_ORDER)
+                old, sort(pa.concat_tables([old.filter(keep), *came]), NODE_ORDER)
             )
             old = edge_shards[s]
             keep = pc.invert(pc.is_in(old.column("path"), value_set=gone))
+            came = [new_edges[s]] if s in new_edges else []
             edge_shards[s] = _same_or(
-                old, sort(pa.concat_tables([old.filter(keep), new_edges[s]]), EDGE_ORDER)
+                old, sort(pa.concat_tables([old.filter(keep), *came]), EDGE_ORDER)
             )
         self._shards = (node_shards, edge_shards)
         self._external_rows = externals
@@ -1919,6 +1936,19 @@ def _edges_table(edges: _Edges) -> pa.Table:
         },
         schema=edges_schema(),
     )
+
+
+def _bases_of(ix: Index, paths: Iterable[str]) -> dict[_Def, list[_Def]]:
+    """The bases found for the classes of ``paths`` (what ``ix.bases`` holds
+    for them: its keys are the classes named by their files' inherits)."""
+    out: dict[_Def, list[_Def]] = {}
+    for path in paths:
+        for inh in ix.files[path].inherits:
+            key = _Def(path, inh.child)
+            found = ix.bases.get(key)
+            if found is not None:
+                out[key] = found
+    return out
 
 
 def _same_or(old: pa.Table, new: pa.Table) -> pa.Table:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FILES_PER_SHARD",
     "MAX_SHARDS",
+    "parts",
     "shard_count",
     "shard_name",
     "shard_names",
@@ -101,3 +102,19 @@ def split(table: pa.Table, count: int, keys: list[str]) -> list[pa.Table]:
         out.append(ordered.slice(start, size).combine_chunks())
         start += size
     return out
+
+
+def parts(table: pa.Table, count: int) -> dict[int, pa.Table]:
+    """The rows of a small table (a few files' rows) by shard, for the shards
+    that have any, in the table's order: :func:`split` costs a slice per
+    shard, this a row."""
+    import pyarrow as pa
+
+    shard_by_path: dict[str, int] = {}
+    rows: dict[int, list[int]] = {}
+    for row, path in enumerate(table.column("path").to_pylist()):
+        shard = shard_by_path.get(path)
+        if shard is None:
+            shard = shard_by_path[path] = shard_of(path, count)
+        rows.setdefault(shard, []).append(row)
+    return {s: table.take(pa.array(r, pa.int64())) for s, r in rows.items()}
