@@ -24,7 +24,7 @@ from gitmem.graph.build import BuildReport, build, graph_root
 from gitmem.graph.cache import FactsCache, cache_key
 from gitmem.graph.extraction import load
 from gitmem.graph.freshness import head_commit
-from gitmem.graph.manifest import read_manifest, table_files
+from gitmem.graph.manifest import read_manifest, table_files, write_manifest
 from gitmem.graph.paths import cache_path
 from gitmem.graph.scan import Glob, Settings, content_skip, default_path_skip
 from gitmem.graph.schema import edges_schema, files_schema, node_id, nodes_schema
@@ -372,6 +372,22 @@ def test_damage_in_one_shard_is_found_and_never_linked(tmp_path: Path) -> None:
     GraphView.open(repo, refresh=False)  # sound again
     warm = table_bytes(repo)
     assert warm == cold_bytes(repo)[0]
+
+
+def test_shards_laid_out_by_another_rule_are_built_again(tmp_path: Path) -> None:
+    """Another version of gitmem may shard otherwise: a graph whose shard
+    count is not this version's for its files is rebuilt, not served."""
+    repo = code_repo(tmp_path / "repo")
+    run(repo)
+    first = table_bytes(repo)
+    root = graph_root(where(repo))
+    manifest = read_manifest(root)
+    assert manifest is not None and manifest.shards == 1
+    manifest.shards = 2
+    write_manifest(root, manifest)
+    report = run(repo)
+    assert report.built and report.reason == "shards laid out otherwise"
+    assert table_bytes(repo) == first
 
 
 def test_a_second_worktree_reuses_the_facts(tmp_path: Path) -> None:

@@ -64,7 +64,7 @@ from gitmem.graph.manifest import (
 from gitmem.graph.paths import WORKTREE_PREFIX, cache_path, graph_path, root_path
 from gitmem.graph.scan import Entry, Scan, Settings, content_skip, scan
 from gitmem.graph.schema import SCHEMA_VERSION, files_schema
-from gitmem.graph.shards import shard_name
+from gitmem.graph.shards import shard_count, shard_name
 from gitmem.sidecar import generations, integrity
 from gitmem.sidecar.lock import LOCK_TIMEOUT, building, unless_busy
 from gitmem.storage.gitconfig import Config, read_config
@@ -216,6 +216,8 @@ class Builder:
             return "object format changed"
         if previous.content != content:
             return "files changed"
+        if previous.shards != shard_count(previous.counts.get("files", 0)):
+            return "shards laid out otherwise"  # by another version of gitmem
         if previous.skipped.get("missing"):
             return "blobs were missing"  # a partial clone may have fetched them since
         try:

@@ -310,11 +310,14 @@ def build_code_index(
                 del rows_by_path[path]
         old: tuple[CodeMeta, dict[int, str]] | None = (state.meta, old_keys)
         new_rows = [r for p in sorted(changed) for r in rows_by_path.get(p, ())]
+        total = state.meta.chunks + len(new_rows)
+        total -= sum(len(state.rows.get(p, ())) for p in changed)
     else:
         rows_by_path = {p: _path_rows(given) for p, given in sorted(by_path.items())}
         changed = sorted(by_path)
         old = _previous(reuse)
         new_rows = [r for p in changed for r in rows_by_path[p]]
+        total = len(new_rows)
     if in_place or old is None:
         # A build interrupted in place must not leave a code.json vouching for
         # half-updated files: without it the next build starts over.
@@ -335,13 +338,14 @@ def build_code_index(
         state = None
         changed = sorted(rows_by_path)
         new_rows = [r for p in changed for r in rows_by_path[p]]
+        total = len(new_rows)
     report.reused = old is not None
     old_meta, old_keys = old if old is not None else (None, {})
     new_keys = {r.key for r in new_rows}
     # With a state, old_keys are the changed files' alone: nothing else went.
     gone = sorted(k for k in old_keys if k not in new_keys)
     came = [r for r in new_rows if r.key not in old_keys]
-    report.chunks = sum(len(rows) for rows in rows_by_path.values())
+    report.chunks = total
 
     def every_row() -> list[_Row]:
         return [r for p in sorted(rows_by_path) for r in rows_by_path[p]]

@@ -1639,9 +1639,13 @@ class Resolver:
         read its definitions). Everything is resolved again when files came
         or went, or a changed file's language, imports or bases changed, or
         the bases of a redone class changed."""
+        from gitmem.graph.shards import shard_count
+
         ix = self._ix
         changed = sorted(set(changed))
         if ix is None or self._shards is None or sorted(files) != ix.paths:
+            return self._again(files)
+        if len(self._shards[0]) != (self._fixed_count or shard_count(len(files))):
             return self._again(files)
         fresh = {p: interface(files[p]) for p in changed}
         old = self._interfaces
