@@ -382,6 +382,8 @@ def build_code_index(
         shards,
     )
     _write_meta(directory, meta)
+    for gone_dir in [d for d in _STATES if not os.path.isdir(d)]:
+        del _STATES[gone_dir]  # a generation removed since (or a build that failed after)
     _STATES[str(directory)] = _State(meta, by_path, rows_by_path, tables)
     report.model = meta.model
     report.files = code_index_files(directory)

@@ -116,9 +116,8 @@ def open_graph(
 
 
 def _read(directory: Path, names: list[str], schema: pa.Schema) -> pa.Table:
-    """One table from its files (its shards, in order), read together: Arrow
-    reads the files in parallel, and a table of 32 shards then costs about
-    what one file of the same rows does."""
+    """One table from its files (its shards, in order), read in one call:
+    Arrow reads the files in parallel, and opens none twice."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 

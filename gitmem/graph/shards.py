@@ -13,11 +13,13 @@ concatenated in order: ``<table>/00.parquet``, ``<table>/01.parquet``, ….
 Within a shard, rows keep the table's sort order.
 
 Why these numbers. On the standard library (2,273 files; nodes 4.7 MB,
-edges 2.7 MB, chunks 12 MB) one file's shard of each table takes 2 ms
-(nodes, edges) and 6 ms (chunks) to write at 32 shards, against 57, 58 and
-150 ms for whole tables, while reading 32 shards instead of one file adds
-~10 ms to opening the graph. About 64 files a shard keeps a small
-repository at one shard per table, the layout of one file.
+edges 2.7 MB, chunks 12 MB as whole files) the shard holding one file takes
+8 ms to write for the nodes and edges together at 16 shards (4.5 ms at 32,
+15 at 8; 142 ms for the whole tables), and its chunks about as much; but
+every shard costs a reader ~0.5 ms of CPU to open and decode, so reading
+the nodes and edges takes 84 ms of CPU at 16 shards, 105 at 32, against
+71 for whole files. At most 16 shards, about 64 files each below that:
+a small repository keeps one shard a table, the layout of one file.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ __all__ = [
 ]
 
 FILES_PER_SHARD = 64
-MAX_SHARDS = 32
+MAX_SHARDS = 16
 
 
 def shard_count(files: int) -> int:
