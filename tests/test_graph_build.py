@@ -428,6 +428,27 @@ def test_a_damaged_cache_entry_is_parsed_again(tmp_path: Path) -> None:
     assert table_bytes(repo) == first
 
 
+def test_a_warm_process_parses_again_what_left_the_cache(tmp_path: Path) -> None:
+    """This process decoded every entry, and keeps them; an entry removed
+    from disk since (one file, or the whole cache) is parsed again, so that
+    the cache holds it again."""
+    repo = code_repo(tmp_path / "repo")
+    run(repo)
+    cache = FactsCache(cache_path(where(repo)))
+    _, language_for = load()
+    blob = git(repo, "rev-parse", "HEAD:util.py").strip()
+    entry = Path(cache.path(cache_key(blob, language_for("util.py"))))
+    entry.unlink()
+    write(repo, {"app.py": "import util\n\n\ndef main():\n    return util.helper(2)\n"})
+    commit_all(repo, "one")
+    assert run(repo).parsed == 2  # app.py changed, util.py's entry went
+    assert entry.is_file()
+    shutil.rmtree(cache_path(where(repo)))
+    write(repo, {"notes.txt": "more text\n"})
+    commit_all(repo, "two")
+    assert run(repo).parsed == len(SOURCES)
+
+
 def test_a_cold_build_with_many_files_uses_worker_processes(tmp_path: Path) -> None:
     """Enough files for the process pool (the threshold is 64 files and
     256 KiB): the same tables as parsing them here."""

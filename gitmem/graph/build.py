@@ -171,8 +171,10 @@ class Builder:
         progress: Progress | None,
         *,
         deep: bool = False,
+        config: Config | None = None,
     ) -> None:
         self.location = location
+        self.config = config  # the git configuration read for this build (None: read when needed)
         self.deep = deep
         self.settings = settings
         self.root = root
@@ -509,7 +511,7 @@ class Builder:
         build_code_index(
             directory / CODE_DIR,
             chunks,
-            config=read_config(self.location),
+            config=read_config(self.location) if self.config is None else self.config,
             stamp_dir=self.root,
             reuse=reuse,
             embed=self.settings.embed,
@@ -556,7 +558,7 @@ def _decode_chunks(cache: FactsCache, key: str) -> list[Chunk] | None:
 
     path = cache.path(key + CHUNKS_SUFFIX)
     known = _CHUNKS.get(path)
-    if known is not None and os.path.exists(path):
+    if known is not None and cache.present(path):
         return known
     try:
         with open(path, "rb") as handle:
@@ -608,10 +610,11 @@ def build(
             "leave out --worktree or --commit",
         )
     started = time.monotonic()
-    settings = Settings.from_config(read_config(location) if config is None else config)
+    config = read_config(location) if config is None else config
+    settings = Settings.from_config(config)
     root = graph_root(location)
     with building(root, timeout, what="code graph builder lock"):
-        report = Builder(location, settings, root, progress, deep=deep).run(
+        report = Builder(location, settings, root, progress, deep=deep, config=config).run(
             rebuild=rebuild, worktree=worktree, commit=commit
         )
     report.seconds = round(time.monotonic() - started, 3)
