@@ -64,7 +64,7 @@ from gitmem.graph.manifest import (
 from gitmem.graph.paths import WORKTREE_PREFIX, cache_path, graph_path, root_path
 from gitmem.graph.scan import Entry, Scan, Settings, content_skip, scan
 from gitmem.graph.schema import SCHEMA_VERSION, files_schema
-from gitmem.graph.shards import shard_count, shard_name
+from gitmem.graph.shards import shard_count, shard_name, write_all
 from gitmem.sidecar import generations, integrity
 from gitmem.sidecar.lock import LOCK_TIMEOUT, building, unless_busy
 from gitmem.storage.gitconfig import Config, read_config
@@ -361,8 +361,7 @@ class Builder:
         chunks = self._chunks(found, keys, facts)
         count = len(nodes)
         with generations.new_generation(self.root) as directory:
-            _write_table(files, directory / FILES_FILE)
-            linked = self._write_shards(directory, {NODES_TABLE: nodes, EDGES_TABLE: edges})
+            linked = self._write_tables(directory, files, {NODES_TABLE: nodes, EDGES_TABLE: edges})
             self._code_index(directory, chunks, count)
             checksums = generations.write_written(directory, table_files(count), linked)
             manifest = GraphManifest(
@@ -415,11 +414,14 @@ class Builder:
         _RESOLVERS[key] = (resolver, dict(facts))
         return resolver.shards
 
-    def _write_shards(self, directory: Path, tables: dict[str, list[pa.Table]]) -> dict[str, str]:
-        """Write every shard of ``tables`` into the new generation, but link
-        those this process wrote into the previous generation with the same
-        rows, once that file checks out against the previous manifest;
-        returns the checksums of the linked shards (carried over)."""
+    def _write_tables(
+        self, directory: Path, files: pa.Table, tables: dict[str, list[pa.Table]]
+    ) -> dict[str, str]:
+        """Write ``files.parquet`` and every shard of ``tables`` into the new
+        generation, but link the shards this process wrote into the previous
+        generation with the same rows, once that file checks out against the
+        previous manifest; returns the checksums of the linked shards
+        (carried over)."""
         previous = self.previous
         last = _WRITTEN.get(str(self.root))
         same: dict[str, str] = {}
@@ -433,6 +435,7 @@ class Builder:
                         same[name] = want
         old = self.root / previous.generation if previous is not None else directory
         linked = integrity.intact(old, same) if same and not self.reparse else {}
+        jobs = [(files, directory / FILES_FILE)]
         for table, shards in tables.items():
             (directory / table).mkdir()
             for s, shard in enumerate(shards):
@@ -443,7 +446,8 @@ class Builder:
                         continue
                     except OSError:  # a file system without hard links
                         del linked[name]
-                _write_table(shard, directory / name)
+                jobs.append((shard, directory / name))
+        write_all(jobs, _write_table)
         return linked
 
     # -- code search -------------------------------------------------------------------------

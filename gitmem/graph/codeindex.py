@@ -424,7 +424,7 @@ def _write_chunks(
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from gitmem.graph.shards import shard_of, sort, split
+    from gitmem.graph.shards import shard_of, sort, split, write_all
 
     names = chunk_files(shards)
     folder = directory / CHUNKS_DIR
@@ -449,6 +449,7 @@ def _write_chunks(
     if reuse is not None:
         shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(exist_ok=True)
+    jobs = []
     for s, name in enumerate(names):
         if s not in rewrite and reuse is not None:
             try:
@@ -458,7 +459,8 @@ def _write_chunks(
                 pass
         elif s not in rewrite and (directory / name).is_file():
             continue  # in place, unchanged
-        _write_shard(directory / name, tables[s])
+        jobs.append((tables[s], directory / name))
+    write_all(jobs, _write_shard)
     wanted = {n.split("/", 1)[1] for n in names}
     for entry in os.scandir(folder):  # shards of another count, killed writes
         if entry.name not in wanted:
@@ -668,7 +670,7 @@ def _table(rows: Sequence[_Row]) -> pa.Table:
     return pa.Table.from_pydict(columns, schema=chunks_schema())
 
 
-def _write_shard(path: Path, table: pa.Table) -> None:
+def _write_shard(table: pa.Table, path: Path) -> None:
     import pyarrow.parquet as pq
 
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")

@@ -24,10 +24,14 @@ a small repository keeps one shard a table, the layout of one file.
 
 from __future__ import annotations
 
+import os
 import zlib
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import pyarrow as pa
 
 __all__ = [
@@ -40,6 +44,7 @@ __all__ = [
     "shard_of",
     "sort",
     "split",
+    "write_all",
 ]
 
 FILES_PER_SHARD = 64
@@ -120,3 +125,21 @@ def parts(table: pa.Table, count: int) -> dict[int, pa.Table]:
             shard = shard_by_path[path] = shard_of(path, count)
         rows.setdefault(shard, []).append(row)
     return {s: table.take(pa.array(r, pa.int64())) for s, r in rows.items()}
+
+
+def write_all(
+    jobs: Sequence[tuple[pa.Table, Path]], write: Callable[[pa.Table, Path], None]
+) -> None:
+    """``write(table, path)`` for every job, two at a time when there are
+    several: Parquet's encoding and compression let go of the GIL, so a
+    branch switch that rewrites a dozen shards per table takes about half
+    the time on two cores. The files are the same whatever the order."""
+    if len(jobs) < 2 or (os.cpu_count() or 1) < 2:
+        for table, path in jobs:
+            write(table, path)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2, thread_name_prefix="gitmem-shards") as pool:
+        for done in [pool.submit(write, table, path) for table, path in jobs]:
+            done.result()  # the first failure, once every write has ended
