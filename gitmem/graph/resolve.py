@@ -2,8 +2,10 @@
 
 ``resolve(files)`` takes, for each indexed path, its
 :class:`~gitmem.graph.facts.FileFacts` and returns the ``nodes`` and ``edges``
-tables (:mod:`gitmem.graph.schema`), sorted, one edge row per
-``(src, kind, dst, line)`` and no edge to an id that is not a node.
+tables (:mod:`gitmem.graph.schema`), one edge row per ``(src, kind, dst,
+line)`` and no edge to an id that is not a node: their shards
+(:mod:`gitmem.graph.shards`, :attr:`Resolver.shards`) one after the other,
+each sorted.
 
 **Nodes**: one per file, one per definition (the first of a file's
 definitions sharing a qualified name and kind: ``@property`` and its
@@ -1570,9 +1572,11 @@ def resolve(files: Mapping[str, FileFacts]) -> tuple[pa.Table, pa.Table]:
 class Resolver:
     """Resolution that can be brought up to date: :meth:`resolve` does every
     file; :meth:`update`, given the files whose facts changed since, redoes
-    only the files a change can affect (see there). The result is the same
-    either way (tests check it on random edits); a build process keeps one
-    per worktree."""
+    only the files a change can affect (see there), and rebuilds only the
+    shards holding their rows. The result is the same either way (tests
+    check it on random edits); a build process keeps one per worktree.
+    ``shards``: how many (default: :func:`~gitmem.graph.shards.shard_count`
+    of the files)."""
 
     def __init__(self, shards: int | None = None) -> None:
         self._ix: Index | None = None
