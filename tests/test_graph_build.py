@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import ROOT, cli, git
+from conftest import ROOT, cli, cli_process, git
 
 from gitmem.errors import NotFoundError, UsageError
 from gitmem.graph.build import BuildReport, build, graph_root
@@ -280,6 +280,33 @@ def test_a_warm_build_writes_what_a_cold_build_writes(tmp_path: Path) -> None:
     git(repo, "reset", "-q", "--hard", "HEAD~1")
     assert run(repo).parsed == 0
     assert (table_bytes(repo), code_bytes(repo)) == first
+
+
+def test_a_warm_process_after_another_process_built_links_nothing_stale(tmp_path: Path) -> None:
+    """This process built the graph; another process built the next
+    generation: this process's next build must not take that generation for
+    the one it wrote (its resolver is still good, its tables are not what
+    is on disk)."""
+    files = project()
+    repo = code_repo(tmp_path / "repo", files)
+    run(repo)
+    with open(repo / "pkg3/m9.py", "a") as handle:
+        handle.write("\n\ndef elsewhere():\n    return f9(4)\n")
+    commit_all(repo, "built by another process")
+    code, _, err = cli_process(repo, "code", "index")
+    assert code == 0, err
+    other = generation(repo)
+    # m9.py back as this process last saw it (its shards, as this process
+    # wrote them, are not what the other process's generation holds), and a
+    # change elsewhere
+    write(repo, {"pkg3/m9.py": files["pkg3/m9.py"]})
+    with open(repo / "pkg0/m6.py", "a") as handle:
+        handle.write("\n\ndef here():\n    return f6(5)\n")
+    commit_all(repo, "built here")
+    assert run(repo).parsed == 1
+    assert not other.exists()
+    warm = table_bytes(repo), code_bytes(repo)
+    assert warm == cold_bytes(repo)
 
 
 def test_a_change_rewrites_its_own_shards_and_links_the_others(tmp_path: Path) -> None:
