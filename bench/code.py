@@ -218,9 +218,11 @@ def main() -> int:
         root = graph_root(location)
         manifest = json.loads((root / "manifest.json").read_text())
         generation = root / manifest["generation"]
-        sizes = {
-            n: (generation / n).stat().st_size
-            for n in ("files.parquet", "nodes.parquet", "edges.parquet")
+        sizes = {  # nodes and edges: the sum of their shards
+            n: sum(p.stat().st_size for p in (generation / n).glob("**/*.parquet"))
+            if (generation / n).is_dir()
+            else (generation / n).stat().st_size
+            for n in ("files.parquet", "nodes", "edges")
         }
         print(
             "parquet: "

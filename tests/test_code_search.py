@@ -29,7 +29,7 @@ from gitmem.capture.sealer import Draft
 from gitmem.errors import NotFoundError
 from gitmem.graph.chunks import FILE_KIND, MAX_CHARS, MAX_LINES, Chunk, chunk_file, split_lines
 from gitmem.graph.codeindex import (
-    CHUNKS_FILE,
+    CHUNKS_DIR,
     CodeIndex,
     build_code_index,
     code_index_files,
@@ -479,7 +479,8 @@ def test_search_is_deterministic_and_a_rebuild_is_byte_identical(
     )
     again = tmp_path / "code"
     build_code_index(again, list(reversed(project_chunks())), config={}, stamp_dir=tmp_path)
-    assert (again / CHUNKS_FILE).read_bytes() == (built / CHUNKS_FILE).read_bytes()
+    shard = f"{CHUNKS_DIR}/00.parquet"
+    assert (again / shard).read_bytes() == (built / shard).read_bytes()
     assert read_meta(again) == read_meta(built)
 
 
@@ -508,7 +509,7 @@ def test_an_incremental_build_indexes_only_what_changed(built: Path, tmp_path: P
         tmp_path / "g2" / "code", chunks, config={}, stamp_dir=stamp, reuse=tmp_path / "g2" / "code"
     )
     assert again.reused and (again.added, again.removed, again.vectors) == (0, 0, 0)
-    assert "chunks.parquet" in again.files and "fulltext/meta.json" in again.files
+    assert "chunks/00.parquet" in again.files and "fulltext/meta.json" in again.files
     assert again.files == code_index_files(tmp_path / "g2" / "code")
 
 

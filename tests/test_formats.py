@@ -67,5 +67,5 @@ def test_the_graph_formats_describe_every_column_and_no_other():
     for name, table in tables.items():
         assert set(schema.GRAPH_COLUMNS[name]) == set(table.names), name
         assert set(schema.GRAPH_SORT[name]) <= set(table.names), name
-        described = doc["tables"][f"{name}.parquet"]["columns"]
+        described = doc["tables"][schema.GRAPH_TABLE_FILES[name]]["columns"]
         assert [c["name"] for c in described] == table.names

@@ -14,20 +14,23 @@ import subprocess
 import threading
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import ROOT, cli, git
+from conftest import ROOT, cli, cli_process, git
 
 from gitmem.errors import NotFoundError, UsageError
 from gitmem.graph.build import BuildReport, build, graph_root
 from gitmem.graph.cache import FactsCache, cache_key
 from gitmem.graph.extraction import load
 from gitmem.graph.freshness import head_commit
-from gitmem.graph.manifest import TABLE_FILES, read_manifest
+from gitmem.graph.manifest import read_manifest, table_files, write_manifest
 from gitmem.graph.paths import cache_path
 from gitmem.graph.scan import Glob, Settings, content_skip, default_path_skip
 from gitmem.graph.schema import edges_schema, files_schema, node_id, nodes_schema
+from gitmem.graph.shards import shard_of
 from gitmem.graph.view import GraphView
+from gitmem.sidecar.integrity import read_stamps
 from gitmem.sidecar.lock import builder_lock
 from gitmem.storage.locate import RepoLocation, locate
 
@@ -82,8 +85,11 @@ def generation(repo: Path) -> Path:
 
 
 def table_bytes(repo: Path) -> dict[str, bytes]:
+    """Every table file of the current generation (``files.parquet``, each shard)."""
     directory = generation(repo)
-    return {name: (directory / name).read_bytes() for name in TABLE_FILES}
+    manifest = read_manifest(graph_root(where(repo)))
+    assert manifest is not None
+    return {name: (directory / name).read_bytes() for name in table_files(manifest.shards)}
 
 
 def indexed(repo: Path) -> dict[str, dict[str, object]]:
@@ -113,8 +119,8 @@ def test_the_tables_read_with_pyarrow_alone(tmp_path: Path) -> None:
     assert report.seen == report.files and report.skipped == {}
     directory = generation(repo)
     files = pq.read_table(directory / "files.parquet")
-    nodes = pq.read_table(directory / "nodes.parquet")
-    edges = pq.read_table(directory / "edges.parquet")
+    nodes = pq.read_table(directory / "nodes")  # a directory of shards: one table
+    edges = pq.read_table(directory / "edges")
     assert files.schema.equals(files_schema())
     assert nodes.schema.equals(nodes_schema())
     assert edges.schema.equals(edges_schema())
@@ -137,7 +143,9 @@ def test_the_tables_read_with_pyarrow_alone(tmp_path: Path) -> None:
     assert manifest is not None
     assert manifest.commit == git(repo, "rev-parse", "HEAD").strip()
     assert manifest.mode == "head" and not manifest.worktree
-    assert set(manifest.files) == set(TABLE_FILES)
+    assert manifest.shards == 1  # a small repository: one shard a table
+    assert set(manifest.files) == set(table_files(1))
+    assert table_files(1) == ["files.parquet", "nodes/00.parquet", "edges/00.parquet"]
     assert manifest.counts == {"files": 5, "nodes": report.nodes, "edges": report.edges}
 
 
@@ -196,6 +204,219 @@ def test_a_branch_switch_parses_only_the_files_that_differ(tmp_path: Path) -> No
     assert run(repo).parsed == 0
 
 
+# incremental in a warm process: shards written or linked -----------------------------------------
+def project(modules: int = 150) -> dict[str, str | bytes]:
+    """Enough files for four shards (more than 128): packages whose modules
+    import and call their neighbours, and a guide that names them."""
+    files: dict[str, str | bytes] = {f"pkg{p}/__init__.py": "" for p in range(6)}
+    for i in range(modules):
+        j = (i + 1) % modules
+        files[f"pkg{i % 6}/m{i}.py"] = (
+            f"from pkg{j % 6} import m{j}\n\n\n"
+            f"def f{i}(x):\n    return m{j}.f{j}(x) + {i}\n\n\n"
+            f"class C{i}:\n    def run(self):\n        return f{i}(1)\n"
+        )
+    files["README.md"] = "# Guide\n\n## Start\n\nCall `f0` in pkg0/m0.py.\n"
+    return files
+
+
+def code_bytes(repo: Path) -> dict[str, bytes]:
+    """The code index's chunk shards (its Tantivy files are named afresh by every build)."""
+    directory = generation(repo) / "code" / "chunks"
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
+
+
+def cold_bytes(repo: Path) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """What a build from scratch writes for the same files (the tables, the chunks)."""
+    report = run(repo, rebuild=True)
+    assert report.built and report.reason == "requested"
+    return table_bytes(repo), code_bytes(repo)
+
+
+def inodes(directory: Path) -> dict[str, int]:
+    """Every file under ``directory`` (relative name -> inode)."""
+    return {
+        str(p.relative_to(directory)): p.stat().st_ino for p in directory.rglob("*") if p.is_file()
+    }
+
+
+def test_a_warm_build_writes_what_a_cold_build_writes(tmp_path: Path) -> None:
+    """After one change, and after a branch switch changing 20 files (bodies,
+    definitions, imports; one file gone, one new), the build in the process
+    that built the graph before (resolving and writing only what changed)
+    leaves the same bytes as a build from scratch."""
+    repo = code_repo(tmp_path / "repo", project())
+    run(repo)
+    first = table_bytes(repo), code_bytes(repo)
+    manifest = read_manifest(graph_root(where(repo)))
+    assert manifest is not None and manifest.shards == 4
+    # one file: a new function and a new call
+    with open(repo / "pkg2/m8.py", "a") as handle:
+        handle.write("\n\ndef added():\n    return f8(2)\n")
+    commit_all(repo, "one")
+    report = run(repo)
+    assert report.built and report.parsed == 1
+    warm = table_bytes(repo), code_bytes(repo)
+    assert warm != first and warm == cold_bytes(repo)
+    # a branch switch: 20 files
+    git(repo, "checkout", "-q", "-b", "feature")
+    changes: dict[str, str | bytes] = {}
+    for i in range(10, 26):  # bodies and definitions
+        changes[f"pkg{i % 6}/m{i}.py"] = (
+            f"def f{i}(x):\n    return x * {i}\n\n\ndef g{i}():\n    return f{i}(3)\n"
+        )
+    changes["pkg1/m31.py"] = "import json\n\n\ndef f31(x):\n    return json.dumps(x)\n"  # imports
+    changes["pkg2/new.py"] = "from pkg0 import m0\n\n\ndef h():\n    return m0.f0(1)\n"
+    changes["README.md"] = "# Guide\n\n## Start\n\nCall `g12` and `h`.\n"
+    write(repo, changes)
+    (repo / "pkg3/m33.py").unlink()
+    commit_all(repo, "feature")
+    report = run(repo)
+    assert report.built and report.parsed == 19  # 18 changed, 1 new, 1 gone
+    feature = table_bytes(repo), code_bytes(repo)
+    assert feature == cold_bytes(repo)
+    # and back: the first bytes again
+    git(repo, "checkout", "-q", "main")
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    assert run(repo).parsed == 0
+    assert (table_bytes(repo), code_bytes(repo)) == first
+
+
+def test_a_warm_process_after_another_process_built_links_nothing_stale(tmp_path: Path) -> None:
+    """This process built the graph; another process built the next
+    generation: this process's next build must not take that generation for
+    the one it wrote (its resolver is still good, its tables are not what
+    is on disk)."""
+    files = project()
+    repo = code_repo(tmp_path / "repo", files)
+    run(repo)
+    with open(repo / "pkg3/m9.py", "a") as handle:
+        handle.write("\n\ndef elsewhere():\n    return f9(4)\n")
+    commit_all(repo, "built by another process")
+    code, _, err = cli_process(repo, "code", "index")
+    assert code == 0, err
+    other = generation(repo)
+    # m9.py back as this process last saw it (its shards, as this process
+    # wrote them, are not what the other process's generation holds), and a
+    # change elsewhere
+    write(repo, {"pkg3/m9.py": files["pkg3/m9.py"]})
+    with open(repo / "pkg0/m6.py", "a") as handle:
+        handle.write("\n\ndef here():\n    return f6(5)\n")
+    commit_all(repo, "built here")
+    assert run(repo).parsed == 1
+    assert not other.exists()
+    warm = table_bytes(repo), code_bytes(repo)
+    assert warm == cold_bytes(repo)
+
+
+def test_a_change_rewrites_its_own_shards_and_links_the_others(tmp_path: Path) -> None:
+    repo = code_repo(tmp_path / "repo", project())
+    run(repo)
+    old = generation(repo)
+    before = inodes(old)
+    old_manifest = read_manifest(graph_root(where(repo)))
+    assert old_manifest is not None
+    # Links to every file of the previous generation: whatever the next
+    # build does, it must not write into them (Tantivy and usearch write
+    # new files and rename).
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    kept: dict[str, bytes] = {}
+    for name in before:
+        flat = name.replace("/", "__")
+        os.link(old / name, keep / flat)
+        kept[flat] = (keep / flat).read_bytes()
+    changed = "pkg4/m10.py"
+    (repo / changed).write_text(
+        "from pkg5 import m11\nfrom pkg0 import m12\n\n\n"
+        "def f10(x):\n    # now two calls\n    return m11.f11(x) + m12.f12(x)\n"
+        "\n\nclass C10:\n    def run(self):\n        return f10(1)\n"
+    )
+    commit_all(repo, "one file")
+    report = run(repo)
+    assert report.built and report.parsed == 1
+    new = generation(repo)
+    assert new != old and not old.exists()
+    after = inodes(new)
+    mine = shard_of(changed, 4)
+    for table in ("nodes", "edges", "code/chunks"):
+        for s in range(4):
+            name = f"{table}/{s:02d}.parquet"
+            if s == mine:
+                assert after[name] != before[name], name  # its rows changed: written
+            else:
+                assert after[name] == before[name], name  # linked
+    assert after["files.parquet"] != before["files.parquet"]  # small: always written
+    # the full-text index: the previous segments linked, a new one added
+    old_text = {
+        n for n in before if n.startswith("code/fulltext/") and not n.endswith((".json", ".lock"))
+    }
+    assert old_text and all(after.get(n) == before[n] for n in old_text)
+    assert {n for n in after if n.startswith("code/fulltext/")} - set(before)
+    for flat, data in kept.items():
+        assert (keep / flat).read_bytes() == data, flat
+    # a linked shard's checksum is carried over, and stamped: opening reads nothing again
+    manifest = read_manifest(graph_root(where(repo)))
+    assert manifest is not None
+    for name in table_files(4):
+        if name != "files.parquet" and not name.endswith(f"/{mine:02d}.parquet"):
+            assert manifest.files[name] == old_manifest.files[name]
+    stamps = read_stamps(new)
+    for name in table_files(4):
+        st = os.stat(new / name)
+        assert stamps[name][:5] == [
+            st.st_dev,
+            st.st_ino,
+            st.st_size,
+            st.st_mtime_ns,
+            st.st_ctime_ns,
+        ]
+    view = GraphView.open(repo, refresh=False)
+    assert view.nodes.num_rows == report.nodes and view.edges.num_rows == report.edges
+    assert "f10" in view.nodes.column("name").to_pylist()
+    for table, got in (("nodes", view.nodes), ("edges", view.edges)):  # the shards in order
+        one_by_one = [pq.read_table(new / f"{table}/{s:02d}.parquet") for s in range(4)]
+        assert got.equals(pa.concat_tables(one_by_one))
+
+
+def test_damage_in_one_shard_is_found_and_never_linked(tmp_path: Path) -> None:
+    repo = code_repo(tmp_path / "repo", project())
+    run(repo)
+    changed = "pkg1/m7.py"
+    damaged = next(s for s in range(4) if s != shard_of(changed, 4))
+    target = generation(repo) / f"edges/{damaged:02d}.parquet"
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    target.write_bytes(bytes(data))
+    with pytest.raises(NotFoundError, match=f"edges/{damaged:02d}.parquet"):
+        GraphView.open(repo, refresh=False)
+    # The next build (this process wrote that shard's rows, which did not
+    # change) writes it again rather than link the damaged file.
+    with open(repo / changed, "a") as handle:
+        handle.write("\n\ndef extra():\n    return f7(0)\n")
+    commit_all(repo, "one")
+    assert run(repo).built
+    GraphView.open(repo, refresh=False)  # sound again
+    warm = table_bytes(repo)
+    assert warm == cold_bytes(repo)[0]
+
+
+def test_shards_laid_out_by_another_rule_are_built_again(tmp_path: Path) -> None:
+    """Another version of gitmem may shard otherwise: a graph whose shard
+    count is not this version's for its files is rebuilt, not served."""
+    repo = code_repo(tmp_path / "repo")
+    run(repo)
+    first = table_bytes(repo)
+    root = graph_root(where(repo))
+    manifest = read_manifest(root)
+    assert manifest is not None and manifest.shards == 1
+    manifest.shards = 2
+    write_manifest(root, manifest)
+    report = run(repo)
+    assert report.built and report.reason == "shards laid out otherwise"
+    assert table_bytes(repo) == first
+
+
 def test_a_second_worktree_reuses_the_facts(tmp_path: Path) -> None:
     repo = code_repo(tmp_path / "repo")
     run(repo)
@@ -232,6 +453,27 @@ def test_a_damaged_cache_entry_is_parsed_again(tmp_path: Path) -> None:
     assert report.parsed == len(SOURCES)
     assert cache.get(cache_key(blob, language_for("util.py"))) is not None
     assert table_bytes(repo) == first
+
+
+def test_a_warm_process_parses_again_what_left_the_cache(tmp_path: Path) -> None:
+    """This process decoded every entry, and keeps them; an entry removed
+    from disk since (one file, or the whole cache) is parsed again, so that
+    the cache holds it again."""
+    repo = code_repo(tmp_path / "repo")
+    run(repo)
+    cache = FactsCache(cache_path(where(repo)))
+    _, language_for = load()
+    blob = git(repo, "rev-parse", "HEAD:util.py").strip()
+    entry = Path(cache.path(cache_key(blob, language_for("util.py"))))
+    entry.unlink()
+    write(repo, {"app.py": "import util\n\n\ndef main():\n    return util.helper(2)\n"})
+    commit_all(repo, "one")
+    assert run(repo).parsed == 2  # app.py changed, util.py's entry went
+    assert entry.is_file()
+    shutil.rmtree(cache_path(where(repo)))
+    write(repo, {"notes.txt": "more text\n"})
+    commit_all(repo, "two")
+    assert run(repo).parsed == len(SOURCES)
 
 
 def test_a_cold_build_with_many_files_uses_worker_processes(tmp_path: Path) -> None:
@@ -480,7 +722,7 @@ def test_a_reader_does_not_wait_long_for_another_builder(tmp_path: Path) -> None
     assert not view.stale and "extra.py" in view.files.column("path").to_pylist()
 
 
-@pytest.mark.parametrize("name", TABLE_FILES)
+@pytest.mark.parametrize("name", table_files(1))
 def test_a_damaged_generation_is_rebuilt(tmp_path: Path, name: str) -> None:
     repo = code_repo(tmp_path / "repo")
     run(repo)

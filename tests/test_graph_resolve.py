@@ -40,6 +40,7 @@ from gitmem.graph.facts import (
 )
 from gitmem.graph.resolve import Resolver, resolve
 from gitmem.graph.schema import node_id
+from gitmem.graph.shards import shard_of
 
 
 def _extractor() -> Extractor:
@@ -850,8 +851,10 @@ def test_an_update_that_changes_imports_or_files_resolves_everything() -> None:
 
 @given(random_files(), st.data())
 def test_updates_equal_full_resolutions(files: dict[str, FileFacts], data: Any) -> None:
-    resolver = Resolver()
+    shards = data.draw(st.sampled_from([1, 2, 4]))
+    resolver = Resolver(shards)
     resolver.resolve(files)
+    before = resolver.shards
     edited = dict(files)
     changed = data.draw(st.lists(st.sampled_from(sorted(files)), unique=True))
     for path in changed:
@@ -874,5 +877,31 @@ def test_updates_equal_full_resolutions(files: dict[str, FileFacts], data: Any) 
             if donor.language == old.language:
                 edited[path] = msgspec.structs.replace(edited[path], definitions=donor.definitions)
     nodes, edges = resolver.update(edited, changed)
-    full = resolve(edited)
+    cold = Resolver(shards)
+    full = cold.resolve(edited)
     assert nodes.equals(full[0]) and edges.equals(full[1])
+    # shard by shard, and a shard whose rows stayed is the very same table
+    for kind in (0, 1):
+        assert len(resolver.shards[kind]) == shards
+        for s, (warm, fresh) in enumerate(
+            zip(resolver.shards[kind], cold.shards[kind], strict=True)
+        ):
+            assert warm.equals(fresh)
+            assert (warm is before[kind][s]) == warm.equals(before[kind][s])
+
+
+def test_shards_split_rows_by_file_each_sorted() -> None:
+    files = python_project()
+    whole = Resolver(1).resolve(files)
+    resolver = Resolver(4)
+    resolver.resolve(files)
+    for kind, keys in ((0, ["id"]), (1, ["src", "kind", "dst", "line"])):
+        parts = resolver.shards[kind]
+        assert len(parts) == 4 and sum(1 for p in parts if p.num_rows) >= 2
+        for s, part in enumerate(parts):
+            assert {shard_of(p, 4) for p in part.column("path").to_pylist()} <= {s}
+            rows = list(zip(*(part.column(k).to_pylist() for k in keys), strict=True))
+            assert rows == sorted(rows)
+        # one shard or four: the same rows
+        every = [r for part in parts for r in part.to_pylist()]
+        assert sorted(every, key=str) == sorted(whole[kind].to_pylist(), key=str)

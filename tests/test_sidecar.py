@@ -154,6 +154,42 @@ def test_damage_to_a_file_and_what_a_dead_build_wrote(tmp_path: Path) -> None:
     assert generations.read_written(directory) == {}
 
 
+def test_a_linked_file_keeps_its_checksum_and_its_stamp_follows(tmp_path: Path) -> None:
+    """A build that links a file of the previous generation gives its
+    checksum (it is not read again), and once the previous generation is
+    gone re-stamps it: the link and the removal changed its ctime alone. A
+    file whose bytes changed is not re-stamped, and ``intact`` leaves it out."""
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir()
+    new.mkdir()
+    for name in ("a", "b"):
+        (old / name).write_bytes(name.encode() * 100)
+    files = integrity.describe(old, ["a", "b"])
+    assert integrity.intact(old, files) == files
+    for name in ("a", "b"):
+        (new / name).hardlink_to(old / name)
+    described = integrity.describe(new, ["a", "b"], known=files)
+    assert described == files
+    (old / "a").unlink()  # the previous generation goes: a new ctime for a
+    (old / "b").unlink()
+    (new / "b").write_bytes(b"b" * 99 + b"!")  # and b was written to meanwhile
+    integrity.restamp(new, ["a", "b"])
+    stamps = integrity.read_stamps(new)
+    st = (new / "a").stat()
+    assert stamps["a"] == [
+        st.st_dev,
+        st.st_ino,
+        st.st_size,
+        st.st_mtime_ns,
+        st.st_ctime_ns,
+        files["a"],
+    ]
+    assert integrity.verify(new, {"a": files["a"]})  # trusted by its stamp
+    with pytest.raises(IndexDamagedError, match="b does not match"):
+        integrity.verify(new, {"b": files["b"]})  # read again: its stamp is not renewed
+    assert integrity.intact(new, files) == {"a": files["a"]}
+
+
 def test_a_full_build_switches_generations(tmp_path: Path) -> None:
     root = tmp_path / "graph"
     first = build(root, "a" * 40, b"first")

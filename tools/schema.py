@@ -273,13 +273,19 @@ GRAPH_SORT = {
     "nodes": ["id"],
     "edges": ["src", "kind", "dst", "line"],
 }
+# Where each table is in a generation: files whole, nodes and edges in shards.
+GRAPH_TABLE_FILES = {
+    "files": "files.parquet",
+    "nodes": "nodes/NN.parquet",
+    "edges": "edges/NN.parquet",
+}
 
 
 def _graph_formats() -> dict[str, bytes]:
     """The code graph's sidecar: its three Parquet tables and its manifest."""
     from typing import get_args
 
-    from gitmem.graph import build, cache, facts, paths, schema
+    from gitmem.graph import build, cache, facts, paths, schema, shards
     from gitmem.graph.manifest import GRAPH_VERSION, MODES, GraphManifest
     from gitmem.graph.scan import REASONS
     from gitmem.sidecar import integrity
@@ -294,10 +300,11 @@ def _graph_formats() -> dict[str, bytes]:
         f"(mode: one of {', '.join(MODES)}; the commit; whether uncommitted changes are in "
         "and a fingerprint of them; the extractor and table schema versions; a fingerprint "
         "of the edda.code settings; a digest of the files indexed; counts; files skipped by "
-        f"reason, among {', '.join(REASONS)}); written last and atomically. Any other "
-        "version is rebuilt. files: '<size>:<crc32, 8 hex digits>' of every table; "
-        "checksum: CRC-32 (8 hex digits) of the other fields as canonical JSON (sorted "
-        "keys, no spaces, ASCII). A manifest or a table that does not match is rebuilt.",
+        f"reason, among {', '.join(REASONS)}; shards: how many shards the nodes and edges "
+        "tables have); written last and atomically. Any other version is rebuilt. files: "
+        "'<size>:<crc32, 8 hex digits>' of files.parquet and of every shard (nodes/00.parquet "
+        "…); checksum: CRC-32 (8 hex digits) of the other fields as canonical JSON (sorted "
+        "keys, no spaces, ASCII). A manifest or a table file that does not match is rebuilt.",
     )
     tables = {
         "files": schema.files_schema(),
@@ -306,9 +313,11 @@ def _graph_formats() -> dict[str, bytes]:
     }
     tables_doc = {
         "title": "gitmem code graph tables",
-        "description": "Three Parquet files in a generation of the code graph sidecar, "
-        "readable by pyarrow, DuckDB and Polars. Rows are sorted (see sort), so the same "
-        "files give byte-identical tables.",
+        "description": "Three Parquet tables in a generation of the code graph sidecar, "
+        "readable by pyarrow, DuckDB and Polars: files.parquet, and the nodes and edges "
+        "tables in shards by file (see shards), each shard's rows sorted (see sort), so the "
+        "same files give byte-identical files. A table is its shards read in order "
+        "(DuckDB: FROM '<generation>/nodes/*.parquet'; pyarrow: read_table('<generation>/nodes')).",
         "version": schema.SCHEMA_VERSION,
         "graph_version": GRAPH_VERSION,
         "root": root,
@@ -320,8 +329,9 @@ def _graph_formats() -> dict[str, bytes]:
             "<worktree>/lock": "flock held by the one process building",
             "<worktree>/g-<time>-<hex>/": "one generation; the manifest names the current one",
             **{
-                f"<worktree>/g-*/{name}.parquet": f"the {name} table"
-                for name in ("files", "nodes", "edges")
+                f"<worktree>/g-*/{file}": f"the {name} table"
+                + ("" if name == "files" else ", one shard (NN: 00, 01, …)")
+                for name, file in GRAPH_TABLE_FILES.items()
             },
             f"<worktree>/g-*/{integrity.STAMP_FILE}": "files whose checksum was verified as they are now",
             f"<worktree>/g-*/{WRITTEN}": "the checksums of the tables as the build wrote them",
@@ -342,8 +352,14 @@ def _graph_formats() -> dict[str, bytes]:
         "edge_kinds": list(get_args(facts.EdgeKind)),
         "extractor_version": facts.EXTRACTOR_VERSION,
         "parquet_options": build.PARQUET_OPTIONS,
+        "shards": {
+            "count": "the smallest power of two at least the files indexed / "
+            f"{shards.FILES_PER_SHARD}, at most {shards.MAX_SHARDS} (the manifest's shards)",
+            "rule": "a row is in shard crc32(utf-8 of its path column) mod count: a node by "
+            "its file ('' for an external module: shard 0), an edge by its source's file",
+        },
         "tables": {
-            f"{name}.parquet": {
+            GRAPH_TABLE_FILES[name]: {
                 "sort": GRAPH_SORT[name],
                 "columns": [
                     {

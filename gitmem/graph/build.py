@@ -10,17 +10,27 @@ Under the graph's builder lock (:mod:`gitmem.sidecar.lock`):
    --batch`` and parsed (:mod:`gitmem.graph.extraction`, a process per core
    when there are many) and cached;
 3. :func:`gitmem.graph.resolve.resolve` turns every file's facts into the
-   nodes and edges tables;
-4. ``files.parquet``, ``nodes.parquet`` and ``edges.parquet`` are written
-   into a new generation, then the manifest naming it (last, atomically);
-   the previous generation goes (readers that opened it keep their files).
+   nodes and edges tables, in shards by file (:mod:`gitmem.graph.shards`);
+4. ``files.parquet`` and the shards ``nodes/NN.parquet`` and
+   ``edges/NN.parquet`` are written into a new generation, then the
+   manifest naming it (last, atomically); the previous generation goes
+   (readers that opened it keep their files).
+
+A process that built the graph before (the daemon, a long-lived library
+user) resolves only what the changed files can affect, keeps every other
+shard's table object, and links the shards whose rows it did not change
+from the previous generation instead of writing them again (their
+checksums carried over, once the previous generation's files checked out);
+the code index does the same with its own shards and full-text files.
 
 Nothing is built when the graph is current (same files, same settings and
 versions); when HEAD moved but every file is the same (an amended message,
 a branch at the same tree), only a new manifest is written.
 
-The same files give byte-identical tables: rows are sorted, ids derive from
-(path, qualified name, kind), and Parquet is written with fixed options.
+The same files give byte-identical tables, whether written or linked: rows
+are sorted within each shard, ids derive from (path, qualified name, kind),
+the number of shards from the number of files, and Parquet is written with
+fixed options.
 """
 
 from __future__ import annotations
@@ -41,20 +51,21 @@ from gitmem.graph.blobs import blob_sizes, read_blobs
 from gitmem.graph.cache import Cached, FactsCache, cache_key, decode, encode
 from gitmem.graph.facts import EXTRACTOR_VERSION, FileFacts
 from gitmem.graph.manifest import (
-    EDGES_FILE,
+    EDGES_TABLE,
     FILES_FILE,
     GRAPH_VERSION,
-    NODES_FILE,
-    TABLE_FILES,
+    NODES_TABLE,
     GraphManifest,
     check_generation,
     read_manifest,
+    table_files,
     write_manifest,
 )
 from gitmem.graph.paths import WORKTREE_PREFIX, cache_path, graph_path, root_path
 from gitmem.graph.scan import Entry, Scan, Settings, content_skip, scan
 from gitmem.graph.schema import SCHEMA_VERSION, files_schema
-from gitmem.sidecar import generations
+from gitmem.graph.shards import shard_count, shard_name, write_all
+from gitmem.sidecar import generations, integrity
 from gitmem.sidecar.lock import LOCK_TIMEOUT, building, unless_busy
 from gitmem.storage.gitconfig import Config, read_config
 from gitmem.storage.locate import RepoLocation, object_format
@@ -114,6 +125,28 @@ def graph_root(location: RepoLocation) -> Path:
     return Path(root_path(location))
 
 
+# (path, blob) -> cache key, as the last build found them (per process).
+_KEYS: dict[tuple[str, str], str] = {}
+
+
+def _keys(entries: list[Entry]) -> dict[str, str]:
+    """Each entry's cache key by path (the language its path gives, with its
+    blob), named once per path and blob in a long-lived process."""
+    global _KEYS
+    _, language_for = extraction.load()
+    known = _KEYS
+    now: dict[tuple[str, str], str] = {}
+    keys: dict[str, str] = {}
+    for e in entries:
+        pair = (e.path, e.blob)
+        key = known.get(pair)
+        if key is None:
+            key = cache_key(e.blob, language_for(e.path))
+        now[pair] = keys[e.path] = key
+    _KEYS = now
+    return keys
+
+
 def _content_digest(entries: list[Entry], keys: dict[str, str]) -> str:
     digest = hashlib.sha256()
     for e in entries:
@@ -138,8 +171,10 @@ class Builder:
         progress: Progress | None,
         *,
         deep: bool = False,
+        config: Config | None = None,
     ) -> None:
         self.location = location
+        self.config = config  # the git configuration read for this build (None: read when needed)
         self.deep = deep
         self.settings = settings
         self.root = root
@@ -153,8 +188,7 @@ class Builder:
         mode = "commit" if commit else "worktree" if worktree else "head"
         previous = self.previous = read_manifest(self.root)
         found = scan(self.location, self.settings, commit=commit, worktree=worktree)
-        _, language_for = extraction.load()
-        keys = {e.path: cache_key(e.blob, language_for(e.path)) for e in found.entries}
+        keys = _keys(found.entries)
         content = _content_digest(found.entries, keys)
         report = BuildReport(True, mode, found.commit, worktree)
         if rebuild:
@@ -184,6 +218,8 @@ class Builder:
             return "object format changed"
         if previous.content != content:
             return "files changed"
+        if previous.shards != shard_count(previous.counts.get("files", 0)):
+            return "shards laid out otherwise"  # by another version of gitmem
         if previous.skipped.get("missing"):
             return "blobs were missing"  # a partial clone may have fetched them since
         try:
@@ -300,33 +336,34 @@ class Builder:
         self.progress("resolving", 0, 1)
         nodes, edges = self._resolve(facts)
         self.progress("resolving", 1, 1)
-        rows = [
+        indexed = [e for e in found.entries if e.path in facts]
+        errors = [facts[e.path].error for e in indexed]
+        files = pa.table(
             {
-                "path": e.path,
-                "blob": e.blob,
-                "language": facts[e.path].language,
-                "size": e.size,
-                "lines": facts[e.path].lines,
-                "source": e.source,
-                "error": facts[e.path].error,
-            }
-            for e in found.entries
-            if e.path in facts
-        ]
-        files = pa.Table.from_pylist(rows, schema=files_schema())
+                "path": [e.path for e in indexed],
+                "blob": [e.blob for e in indexed],
+                "language": [facts[e.path].language for e in indexed],
+                "size": [e.size for e in indexed],
+                "lines": [facts[e.path].lines for e in indexed],
+                "source": [e.source for e in indexed],
+                "error": errors,
+            },
+            schema=files_schema(),
+        )
         skipped = Counter(skips.values())
-        report.files = len(rows)
+        report.files = len(indexed)
         report.reused = report.files - report.parsed
-        report.errors = sum(1 for r in rows if r["error"])
+        report.errors = sum(1 for error in errors if error)
         report.skipped = dict(sorted(skipped.items()))
         report.seen = report.files + len(skips)
-        report.nodes, report.edges = nodes.num_rows, edges.num_rows
+        report.nodes = sum(t.num_rows for t in nodes)
+        report.edges = sum(t.num_rows for t in edges)
         chunks = self._chunks(found, keys, facts)
+        count = len(nodes)
         with generations.new_generation(self.root) as directory:
-            for name, table in ((FILES_FILE, files), (NODES_FILE, nodes), (EDGES_FILE, edges)):
-                _write_table(table, directory / name)
-            self._code_index(directory, chunks)
-            checksums = generations.write_written(directory, list(TABLE_FILES))
+            linked = self._write_tables(directory, files, {NODES_TABLE: nodes, EDGES_TABLE: edges})
+            self._code_index(directory, chunks, count)
+            checksums = generations.write_written(directory, table_files(count), linked)
             manifest = GraphManifest(
                 version=GRAPH_VERSION,
                 generation=directory.name,
@@ -341,15 +378,26 @@ class Builder:
                 content=content,
                 counts={"files": report.files, "nodes": report.nodes, "edges": report.edges},
                 skipped=report.skipped,
+                shards=count,
                 files=checksums,
             )
             write_manifest(self.root, manifest)
+        # The previous generation's removal changed the links' ctime, nothing else.
+        integrity.restamp(directory, sorted(linked))
+        _WRITTEN[str(self.root)] = (
+            directory.name,
+            {
+                shard_name(t, s): table
+                for t, ts in ((NODES_TABLE, nodes), (EDGES_TABLE, edges))
+                for s, table in enumerate(ts)
+            },
+        )
         self.cache.sweep([*keys.values(), *(k + CHUNKS_SUFFIX for k in keys.values())])
         _remove_orphans(self.location)
 
-    def _resolve(self, facts: dict[str, FileFacts]) -> tuple[pa.Table, pa.Table]:
-        """Nodes and edges: in a process that built this graph before, only
-        what the changed files can affect is resolved again
+    def _resolve(self, facts: dict[str, FileFacts]) -> tuple[list[pa.Table], list[pa.Table]]:
+        """Nodes and edges, by shard: in a process that built this graph
+        before, only what the changed files can affect is resolved again
         (:meth:`~gitmem.graph.resolve.Resolver.update`), else everything."""
         from gitmem.graph.resolve import Resolver
 
@@ -357,21 +405,58 @@ class Builder:
         warm = _RESOLVERS.get(key)
         if warm is None or self.reparse:
             resolver = Resolver()
-            tables = resolver.resolve(facts)
+            resolver.resolve(facts)
         else:
             resolver, before = warm
-            changed = [p for p in facts.keys() | before.keys() if before.get(p) is not facts.get(p)]
-            tables = resolver.update(facts, changed)
+            changed = [p for p, f in facts.items() if before.get(p) is not f]
+            changed += [p for p in before if p not in facts]
+            resolver.update(facts, changed)
         _RESOLVERS[key] = (resolver, dict(facts))
-        return tables
+        return resolver.shards
+
+    def _write_tables(
+        self, directory: Path, files: pa.Table, tables: dict[str, list[pa.Table]]
+    ) -> dict[str, str]:
+        """Write ``files.parquet`` and every shard of ``tables`` into the new
+        generation, but link the shards this process wrote into the previous
+        generation with the same rows, once that file checks out against the
+        previous manifest; returns the checksums of the linked shards
+        (carried over)."""
+        previous = self.previous
+        last = _WRITTEN.get(str(self.root))
+        same: dict[str, str] = {}
+        if previous is not None and last is not None and last[0] == previous.generation:
+            for table, shards in tables.items():
+                for s, shard in enumerate(shards):
+                    name = shard_name(table, s)
+                    before = last[1].get(name)
+                    want = previous.files.get(name)
+                    if want and before is not None and (before is shard or before.equals(shard)):
+                        same[name] = want
+        old = self.root / previous.generation if previous is not None else directory
+        linked = integrity.intact(old, same) if same and not self.reparse else {}
+        jobs = [(files, directory / FILES_FILE)]
+        for table, shards in tables.items():
+            (directory / table).mkdir()
+            for s, shard in enumerate(shards):
+                name = shard_name(table, s)
+                if name in linked:
+                    try:
+                        os.link(old / name, directory / name)
+                        continue
+                    except OSError:  # a file system without hard links
+                        del linked[name]
+                jobs.append((shard, directory / name))
+        write_all(jobs, _write_table)
+        return linked
 
     # -- code search -------------------------------------------------------------------------
     def _chunks(
         self, found: Scan, keys: dict[str, str], facts: dict[str, FileFacts]
-    ) -> list[Chunk]:
-        """Every indexed file's search chunks: cached per blob like its facts
-        (chunks depend on the bytes and the facts only), so a build reads
-        the bytes of new blobs alone."""
+    ) -> dict[str, list[Chunk]]:
+        """Every indexed file's search chunks, by path: cached per blob like
+        its facts (chunks depend on the bytes and the facts only), so a build
+        reads the bytes of new blobs alone."""
         import dataclasses
 
         pieces: dict[str, list[Chunk]] = {}
@@ -394,7 +479,7 @@ class Builder:
                 key = by_blob[blob]
                 path = unread[key]
                 pieces[key] = self._chunk_and_keep(key, path, content or b"", facts[path])
-        out: list[Chunk] = []
+        out: dict[str, list[Chunk]] = {}
         for entry in found.entries:
             if entry.path not in facts:
                 continue
@@ -409,7 +494,7 @@ class Builder:
                     [dataclasses.replace(c, path=entry.path) for c in blob_chunks],
                 )
                 _PLACED[(key, entry.path)] = placed
-            out.extend(placed[1])
+            out[entry.path] = placed[1]  # by file: the code index diffs file by file
         return out
 
     def _chunk_and_keep(self, key: str, path: str, data: bytes, facts: FileFacts) -> list[Chunk]:
@@ -419,7 +504,7 @@ class Builder:
         self.cache.put(key + CHUNKS_SUFFIX, _encode_chunks(chunks))
         return chunks
 
-    def _code_index(self, directory: Path, chunks: list[Chunk]) -> None:
+    def _code_index(self, directory: Path, chunks: dict[str, list[Chunk]], shards: int) -> None:
         """The code search index of this generation, from the previous one."""
         from gitmem.graph.codeindex import CODE_DIR, build_code_index
 
@@ -430,11 +515,12 @@ class Builder:
         build_code_index(
             directory / CODE_DIR,
             chunks,
-            config=read_config(self.location),
+            config=read_config(self.location) if self.config is None else self.config,
             stamp_dir=self.root,
             reuse=reuse,
             embed=self.settings.embed,
             progress=self.progress,
+            shards=shards,
         )
 
 
@@ -442,6 +528,10 @@ class Builder:
 # resolved (decoded entries are shared through the cache, so an unchanged file
 # has the very same facts object).
 _RESOLVERS: dict[str, tuple[Any, dict[str, FileFacts]]] = {}
+
+# Per process and graph root: the generation the last build wrote and its
+# shards' tables by name (what the next build may link instead of writing).
+_WRITTEN: dict[str, tuple[str, dict[str, pa.Table]]] = {}
 
 _CHUNKS: dict[str, list[Chunk]] = {}
 # (cache key, path) -> (the blob's chunks, those chunks placed at the path), per process
@@ -472,7 +562,7 @@ def _decode_chunks(cache: FactsCache, key: str) -> list[Chunk] | None:
 
     path = cache.path(key + CHUNKS_SUFFIX)
     known = _CHUNKS.get(path)
-    if known is not None and os.path.exists(path):
+    if known is not None and cache.present(path):
         return known
     try:
         with open(path, "rb") as handle:
@@ -524,10 +614,11 @@ def build(
             "leave out --worktree or --commit",
         )
     started = time.monotonic()
-    settings = Settings.from_config(read_config(location) if config is None else config)
+    config = read_config(location) if config is None else config
+    settings = Settings.from_config(config)
     root = graph_root(location)
     with building(root, timeout, what="code graph builder lock"):
-        report = Builder(location, settings, root, progress, deep=deep).run(
+        report = Builder(location, settings, root, progress, deep=deep, config=config).run(
             rebuild=rebuild, worktree=worktree, commit=commit
         )
     report.seconds = round(time.monotonic() - started, 3)

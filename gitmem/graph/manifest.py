@@ -2,9 +2,11 @@
 
 The graph is a sidecar (:mod:`gitmem.sidecar`): its manifest is written last
 and atomically with a checksum of its own fields, and names a generation
-directory whose files it checksums. What is the graph's own: the fields it
-records (the commit, whether uncommitted changes are in, the versions and
-settings the tables depend on, counts) and its version.
+directory whose files it checksums: ``files.parquet`` and every shard of
+the nodes and edges tables (:mod:`gitmem.graph.shards`). What is the
+graph's own: the fields it records (the commit, whether uncommitted changes
+are in, the versions and settings the tables depend on, counts, how many
+shards) and its version.
 """
 
 from __future__ import annotations
@@ -14,27 +16,36 @@ from pathlib import Path
 from typing import Any
 
 from gitmem.errors import IndexDamagedError
+from gitmem.graph.shards import MAX_SHARDS, shard_names
 from gitmem.sidecar import integrity
 from gitmem.sidecar import manifest as sidecar_manifest
 
 __all__ = [
-    "EDGES_FILE",
+    "EDGES_TABLE",
     "FILES_FILE",
     "GRAPH_VERSION",
     "MODES",
-    "NODES_FILE",
-    "TABLE_FILES",
+    "NODES_TABLE",
+    "SHARDED_TABLES",
     "GraphManifest",
     "check_generation",
     "read_manifest",
+    "table_files",
     "write_manifest",
 ]
 
-GRAPH_VERSION = 1
+GRAPH_VERSION = 2  # 2: nodes and edges in shards
 FILES_FILE = "files.parquet"
-NODES_FILE = "nodes.parquet"
-EDGES_FILE = "edges.parquet"
-TABLE_FILES = (FILES_FILE, NODES_FILE, EDGES_FILE)
+NODES_TABLE = "nodes"  # nodes/00.parquet …
+EDGES_TABLE = "edges"
+SHARDED_TABLES = (NODES_TABLE, EDGES_TABLE)
+
+
+def table_files(shards: int) -> list[str]:
+    """Every table file of a generation of ``shards`` shards, in the order
+    the tables read them."""
+    return [FILES_FILE, *(n for t in SHARDED_TABLES for n in shard_names(t, shards))]
+
 
 # What a graph follows, so that opening it knows when it is stale:
 # "head": HEAD's commit; "worktree": HEAD and the uncommitted changes;
@@ -59,6 +70,7 @@ class GraphManifest:
     content: str  # digest of the files indexed (path, blob, language)
     counts: dict[str, int]  # "files", "nodes", "edges"
     skipped: dict[str, int]  # files not indexed, by reason
+    shards: int  # of the nodes and edges tables (gitmem.graph.shards.shard_count of files)
     # "<size>:<crc32>" of every file of the generation, by name
     files: dict[str, str] = field(default_factory=dict)
     checksum: str = ""  # CRC-32 of the other fields (see gitmem.sidecar.manifest.checksum)
@@ -75,6 +87,8 @@ def read_manifest(root: Path) -> GraphManifest | None:
         return None
     if not isinstance(manifest.counts, dict) or not isinstance(manifest.skipped, dict):
         return None
+    if not isinstance(manifest.shards, int) or not 1 <= manifest.shards <= MAX_SHARDS:
+        return None
     return manifest
 
 
@@ -86,10 +100,10 @@ def write_manifest(root: Path, manifest: GraphManifest) -> None:
 def check_generation(
     directory: Path, manifest: GraphManifest, *, deep: bool = False
 ) -> dict[str, integrity.Identity]:
-    """Check the three tables against the manifest's checksums
-    (IndexDamagedError when one differs or is missing); returns the
-    identities checked."""
-    for name in TABLE_FILES:
+    """Check every table file (``files.parquet``, each shard of the nodes
+    and edges) against the manifest's checksums (IndexDamagedError when one
+    differs or is missing); returns the identities checked."""
+    for name in table_files(manifest.shards):
         if name not in manifest.files:
             raise IndexDamagedError(f"the manifest has no checksum for {name}")
     return integrity.verify(directory, manifest.files, deep=deep)

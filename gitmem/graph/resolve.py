@@ -2,8 +2,10 @@
 
 ``resolve(files)`` takes, for each indexed path, its
 :class:`~gitmem.graph.facts.FileFacts` and returns the ``nodes`` and ``edges``
-tables (:mod:`gitmem.graph.schema`), sorted, one edge row per
-``(src, kind, dst, line)`` and no edge to an id that is not a node.
+tables (:mod:`gitmem.graph.schema`), one edge row per ``(src, kind, dst,
+line)`` and no edge to an id that is not a node: their shards
+(:mod:`gitmem.graph.shards`, :attr:`Resolver.shards`) one after the other,
+each sorted.
 
 **Nodes**: one per file, one per definition (the first of a file's
 definitions sharing a qualified name and kind: ``@property`` and its
@@ -1546,18 +1548,20 @@ _WORD = re.compile(r"[A-Za-z_$][\w$]*")
 def _tokens(facts: FileFacts) -> set[str]:
     """Every identifier a file's lookups name: in its calls, references,
     bases, mentions and imports, and in the scopes they are made from."""
-    words: set[str] = set()
-    text = " ".join(
-        [
-            *(f"{c.receiver} {c.name} {c.scope}" for c in facts.calls),
-            *(f"{r.name} {r.scope}" for r in facts.references),
-            *(f"{i.child} {i.base}" for i in facts.inherits),
-            *(m.name for m in facts.mentions),
-            *(f"{i.module} {' '.join(i.names)} {i.alias} {i.scope}" for i in facts.imports),
-        ]
-    )
-    words.update(_WORD.findall(text))
-    return words
+    # The distinct strings first: a scope or a receiver repeats for every
+    # call made from it (the regex then reads a third of the text).
+    parts: set[str] = set()
+    for c in facts.calls:
+        parts.update((c.receiver, c.name, c.scope))
+    for r in facts.references:
+        parts.update((r.name, r.scope))
+    for h in facts.inherits:
+        parts.update((h.child, h.base))
+    parts.update(m.name for m in facts.mentions)
+    for i in facts.imports:
+        parts.update((i.module, i.alias, i.scope))
+        parts.update(i.names)
+    return set(_WORD.findall(" ".join(parts)))
 
 
 def resolve(files: Mapping[str, FileFacts]) -> tuple[pa.Table, pa.Table]:
@@ -1568,22 +1572,44 @@ def resolve(files: Mapping[str, FileFacts]) -> tuple[pa.Table, pa.Table]:
 class Resolver:
     """Resolution that can be brought up to date: :meth:`resolve` does every
     file; :meth:`update`, given the files whose facts changed since, redoes
-    only the files a change can affect (see there). The result is the same
-    either way (tests check it on random edits); a build process keeps one
-    per worktree."""
+    only the files a change can affect (see there), and rebuilds only the
+    shards holding their rows. The result is the same either way (tests
+    check it on random edits); a build process keeps one per worktree.
+    ``shards``: how many (default: :func:`~gitmem.graph.shards.shard_count`
+    of the files)."""
 
-    def __init__(self) -> None:
+    def __init__(self, shards: int | None = None) -> None:
         self._ix: Index | None = None
         self._interfaces: dict[str, tuple[Any, ...]] = {}
         self._externals: dict[str, set[str]] = {}
-        self._tables: tuple[pa.Table, pa.Table] | None = None
+        self._fixed_count = shards
+        self._shards: tuple[list[pa.Table], list[pa.Table]] | None = None
+        self._external_rows: list[tuple[object, ...]] = []
         self._tokens: dict[str, set[str]] | None = None
         self._file_tokens: dict[str, set[str]] = {}
         self.redone: list[str] = []
         "The files the last call resolved (every file, or those an update redid)."
 
+    @property
+    def shards(self) -> tuple[list[pa.Table], list[pa.Table]]:
+        """The last result as stored: the nodes' and the edges' shards
+        (:mod:`gitmem.graph.shards`: ``shards.shard_count(files)`` of them,
+        unless the resolver was given a number). An update keeps the very
+        table object of every shard whose rows did not change."""
+        if self._shards is None:
+            raise ValueError("nothing was resolved yet")  # a bug in the caller
+        return self._shards
+
+    def _joined(self) -> tuple[pa.Table, pa.Table]:
+        import pyarrow as pa
+
+        nodes, edges = self.shards
+        return pa.concat_tables(nodes), pa.concat_tables(edges)
+
     def resolve(self, files: Mapping[str, FileFacts]) -> tuple[pa.Table, pa.Table]:
         """Every file, from scratch."""
+        from gitmem.graph.shards import shard_count, split
+
         ix = Index(files)
         edges = _Edges()
         columns: dict[str, list[object]] = {name: [] for name in _NODE_COLUMNS}
@@ -1596,11 +1622,14 @@ class Resolver:
         self._tokens = None
         self._interfaces = {p: interface(files[p]) for p in ix.paths}
         self._externals = dict(edges.externals)
-        nodes = _nodes_table(columns, self._external_nodes(ix))
-        table = _edges_table(edges)
-        self._tables = (nodes, table)
+        self._external_rows = self._external_nodes(ix)
+        count = self._fixed_count or shard_count(len(ix.paths))
+        self._shards = (
+            split(_nodes_table(columns, self._external_rows), count, NODE_ORDER),
+            split(_edges_table(edges), count, EDGE_ORDER),
+        )
         self.redone = list(ix.paths)
-        return nodes, table
+        return self._joined()
 
     def update(
         self, files: Mapping[str, FileFacts], changed: Iterable[str]
@@ -1616,20 +1645,21 @@ class Resolver:
         read its definitions). Everything is resolved again when files came
         or went, or a changed file's language, imports or bases changed, or
         the bases of a redone class changed."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
+        from gitmem.graph.shards import shard_count
 
         ix = self._ix
         changed = sorted(set(changed))
-        if ix is None or self._tables is None or sorted(files) != ix.paths:
-            return self.resolve(files)
+        if ix is None or self._shards is None or sorted(files) != ix.paths:
+            return self._again(files)
+        if len(self._shards[0]) != (self._fixed_count or shard_count(len(files))):
+            return self._again(files)
         fresh = {p: interface(files[p]) for p in changed}
         old = self._interfaces
         if any(fresh[p][0] != old[p][0] or fresh[p][2:] != old[p][2:] for p in changed):
-            return self.resolve(files)
+            return self._again(files)
         if not changed:
             self.redone = []
-            return self._tables
+            return self._joined()
         tokens = self._token_index()
         names: set[str] = set()
         redefined = [p for p in changed if fresh[p][1] != old[p][1]]
@@ -1653,19 +1683,22 @@ class Resolver:
                     own.setdefault(d.qualname, d)
                 ix.defs[path] = own
         redo = sorted(affected)
-        before = {k: v for k, v in ix.bases.items() if k.path in affected}
+        before = _bases_of(ix, redo)
         for key in before:
             del ix.bases[key]
         edges = _Edges()
         for path in redo:
             ix.link_file(path, edges.add)  # the same bindings but for definitions that moved
             _inheritance(ix, path, edges)
-        if {k: v for k, v in ix.bases.items() if k.path in affected} != before:
-            return self.resolve(files)  # a class's bases moved: inherited lookups anywhere
+        if _bases_of(ix, redo) != before:
+            return self._again(files)  # a class's bases moved: inherited lookups anywhere
         columns: dict[str, list[object]] = {name: [] for name in _NODE_COLUMNS}
+        reached = False  # an external module came or went
         for path in redo:
             _file(ix, path, edges, columns)
-            self._externals[path] = edges.externals.get(path, set())
+            now = edges.externals.get(path, set())
+            reached = reached or now != self._externals.get(path, set())
+            self._externals[path] = now
         for path in changed:
             for token in self._file_tokens.get(path, ()):
                 tokens.get(token, set()).discard(path)
@@ -1673,20 +1706,67 @@ class Resolver:
             for token in self._file_tokens[path]:
                 tokens.setdefault(token, set()).add(path)
         self._interfaces.update(fresh)
-        old_nodes, old_edges = self._tables
-        gone = pa.array(redo, type=pa.string())
-        keep_nodes = pc.invert(pc.is_in(old_nodes.column("path"), value_set=gone))
-        keep_nodes = pc.and_(keep_nodes, pc.not_equal(old_nodes.column("path"), ""))
-        keep_edges = pc.invert(pc.is_in(old_edges.column("path"), value_set=gone))
-        fresh_nodes = _nodes_table(columns, self._external_nodes(ix))
-        nodes = _sorted(pa.concat_tables([old_nodes.filter(keep_nodes), fresh_nodes]), ["id"])
-        table = _sorted(
-            pa.concat_tables([old_edges.filter(keep_edges), _edges_table(edges)]),
-            ["src", "kind", "dst", "line"],
-        )
-        self._tables = (nodes, table)
+        externals = self._external_nodes(ix) if reached else self._external_rows
+        self._replace(redo, columns, edges, externals)
         self.redone = redo
-        return nodes, table
+        return self._joined()
+
+    def _again(self, files: Mapping[str, FileFacts]) -> tuple[pa.Table, pa.Table]:
+        """Everything resolved again, keeping the previous table of each
+        shard that came out the same (as an update does)."""
+        previous = self._shards
+        self.resolve(files)
+        if previous is not None and len(previous[0]) == len(self.shards[0]):
+            self._shards = (
+                [_same_or(a, b) for a, b in zip(previous[0], self.shards[0], strict=True)],
+                [_same_or(a, b) for a, b in zip(previous[1], self.shards[1], strict=True)],
+            )
+        return self._joined()
+
+    def _replace(
+        self,
+        redo: list[str],
+        columns: dict[str, list[object]],
+        edges: _Edges,
+        externals: list[tuple[object, ...]],
+    ) -> None:
+        """Put the rows of the files ``redo`` (``columns``, ``edges``) and
+        the external modules in place of their old rows, in the shards
+        holding them: the other shards stay the same objects, and so does
+        a shard whose rows came out the same."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from gitmem.graph.shards import parts, shard_of, sort
+
+        node_shards = list(self.shards[0])
+        edge_shards = list(self.shards[1])
+        count = len(node_shards)
+        touched = {shard_of(p, count) for p in redo}
+        outside = shard_of("", count)  # external modules have no file
+        if externals != self._external_rows:
+            touched.add(outside)
+        gone = pa.array(redo, type=pa.string())
+        new_nodes = parts(_nodes_table(columns, []), count)
+        new_edges = parts(_edges_table(edges), count)
+        for s in sorted(touched):
+            old = node_shards[s]
+            keep = pc.invert(pc.is_in(old.column("path"), value_set=gone))
+            came = [new_nodes[s]] if s in new_nodes else []
+            if s == outside:
+                keep = pc.and_(keep, pc.not_equal(old.column("path"), ""))
+                came.append(_nodes_table(_columns(externals), []))
+            node_shards[s] = _same_or(
+                old, sort(pa.concat_tables([old.filter(keep), *came]), NODE_ORDER)
+            )
+            old = edge_shards[s]
+            keep = pc.invert(pc.is_in(old.column("path"), value_set=gone))
+            came = [new_edges[s]] if s in new_edges else []
+            edge_shards[s] = _same_or(
+                old, sort(pa.concat_tables([old.filter(keep), *came]), EDGE_ORDER)
+            )
+        self._shards = (node_shards, edge_shards)
+        self._external_rows = externals
 
     def _token_index(self) -> dict[str, set[str]]:
         """Identifier -> the files whose facts name it (built on first need)."""
@@ -1823,25 +1903,38 @@ def _inheritance(ix: Index, path: str, edges: _Edges) -> None:
         _add_hit(ix, edges, path, src, kind, hit, inh.line or child.start_line)
 
 
+def _columns(rows: list[tuple[object, ...]]) -> dict[str, list[object]]:
+    columns: dict[str, list[object]] = {name: [] for name in _NODE_COLUMNS}
+    for row in rows:
+        for column, value in zip(_NODE_COLUMNS, row, strict=True):
+            columns[column].append(value)
+    return columns
+
+
+NODE_ORDER = ["id"]
+EDGE_ORDER = ["src", "kind", "dst", "line"]
+
+
 def _nodes_table(columns: dict[str, list[object]], externals: list[tuple[object, ...]]) -> pa.Table:
+    """The nodes of ``columns`` and the external modules ``externals``, unsorted."""
     import pyarrow as pa
 
     for row in externals:
         for column, value in zip(_NODE_COLUMNS, row, strict=True):
             columns[column].append(value)
     schema = nodes_schema()
-    table = pa.table(
+    return pa.table(
         {c: pa.array(columns[c], type=schema.field(c).type) for c in _NODE_COLUMNS}, schema=schema
     )
-    return _sorted(table, ["id"])
 
 
 def _edges_table(edges: _Edges) -> pa.Table:
+    """The rows of ``edges``, unsorted."""
     import pyarrow as pa
 
     keys = list(edges.rows)
     rows = edges.rows
-    table = pa.table(
+    return pa.table(
         {
             "src": [k[0] for k in keys],
             "dst": [k[2] for k in keys],
@@ -1853,13 +1946,22 @@ def _edges_table(edges: _Edges) -> pa.Table:
         },
         schema=edges_schema(),
     )
-    return _sorted(table, ["src", "kind", "dst", "line"])
 
 
-def _sorted(table: pa.Table, keys: list[str]) -> pa.Table:
-    """Rows in the tables' order (strings compare by code point, as Python
-    sorts them: ids and kinds are ASCII)."""
-    import pyarrow.compute as pc
+def _bases_of(ix: Index, paths: Iterable[str]) -> dict[_Def, list[_Def]]:
+    """The bases found for the classes of ``paths`` (what ``ix.bases`` holds
+    for them: its keys are the classes named by their files' inherits)."""
+    out: dict[_Def, list[_Def]] = {}
+    for path in paths:
+        for inh in ix.files[path].inherits:
+            key = _Def(path, inh.child)
+            found = ix.bases.get(key)
+            if found is not None:
+                out[key] = found
+    return out
 
-    order = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in keys])
-    return table.take(order).combine_chunks()
+
+def _same_or(old: pa.Table, new: pa.Table) -> pa.Table:
+    """``old`` itself when ``new`` holds the same rows: what a build may
+    link from the previous generation instead of writing it again."""
+    return old if old.equals(new) else new

@@ -95,12 +95,15 @@ def remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-def write_written(directory: Path, names: list[str]) -> dict[str, str]:
+def write_written(
+    directory: Path, names: list[str], known: dict[str, str] | None = None
+) -> dict[str, str]:
     """Checksum ``names`` (paths inside the generation ``directory``) as they
     are now and record them in ``written.json``; returns the checksums, for
     the manifest. Only files new or rewritten since their last checksum are
-    read (:func:`gitmem.sidecar.integrity.describe`)."""
-    files = integrity.describe(directory, names)
+    read, and none whose checksum is ``known`` (links to files of the
+    previous generation: :func:`gitmem.sidecar.integrity.describe`)."""
+    files = integrity.describe(directory, names, known)
     record: dict[str, object] = {"files": files}
     record["checksum"] = checksum(record)
     write_atomic(str(directory / WRITTEN), json.dumps(record).encode(), fsync=False)

@@ -100,23 +100,52 @@ def _write_stamps(directory: Path, stamps: dict[str, list[int | str]]) -> None:
         pass
 
 
-def describe(directory: Path, names: list[str]) -> dict[str, str]:
+def describe(
+    directory: Path, names: list[str], known: dict[str, str] | None = None
+) -> dict[str, str]:
     """The checksums of ``names`` (paths relative to ``directory``), for a new
-    manifest. Files whose stamp still matches are not read again; the stamps
-    are rewritten to cover exactly these files."""
+    manifest. Files whose stamp still matches are not read again, nor those
+    whose checksum the caller ``known`` (links to files it verified); the
+    stamps are rewritten to cover exactly these files."""
     stamps = read_stamps(directory)
+    known = known or {}
     files: dict[str, str] = {}
     fresh: dict[str, list[int | str]] = {}
     for name in names:
         identity = _stat(directory, name)
         stamp = stamps.get(name)
-        if isinstance(stamp, list) and len(stamp) == 6 and stamp[:5] == identity:
+        if name in known:
+            files[name] = known[name]
+        elif isinstance(stamp, list) and len(stamp) == 6 and stamp[:5] == identity:
             files[name] = str(stamp[5])
         else:
             files[name], identity = checksum(directory / name)
         fresh[name] = [*identity, files[name]]
     _write_stamps(directory, fresh)
     return files
+
+
+def restamp(directory: Path, names: list[str]) -> None:
+    """Bring the stamps of ``names`` up to date with a new ctime alone: a
+    hard link to a file, or the removal of one, changes its ctime and
+    nothing else (same device, inode, size and mtime). What the builder
+    that made the links calls once the previous generation is gone, so
+    that readers do not read those files again."""
+    stamps = read_stamps(directory)
+    changed = False
+    for name in names:
+        stamp = stamps.get(name)
+        try:
+            identity = _stat(directory, name)
+        except IndexDamagedError:
+            continue
+        if not isinstance(stamp, list) or len(stamp) != 6 or stamp[:4] != identity[:4]:
+            continue  # not stamped, or more than the ctime changed: read at the next check
+        if stamp[4] != identity[4]:
+            stamps[name] = [*identity, stamp[5]]
+            changed = True
+    if changed:
+        _write_stamps(directory, stamps)
 
 
 def verify(directory: Path, files: dict[str, str], *, deep: bool = False) -> dict[str, Identity]:
@@ -129,21 +158,49 @@ def verify(directory: Path, files: dict[str, str], *, deep: bool = False) -> dic
     checked: dict[str, Identity] = {}
     fresh: dict[str, list[int | str]] = {}
     for name, want in sorted(files.items()):
-        identity = _stat(directory, name)
-        size = want.partition(":")[0]
-        if str(identity[2]) != size:
-            raise IndexDamagedError(f"{name} holds {identity[2]} bytes, the manifest says {size}")
-        if stamps.get(name) == [*identity, want]:
-            checked[name] = identity
-            continue
-        got, identity = checksum(directory / name)
-        if got != want:
-            raise IndexDamagedError(f"{name} does not match its checksum in the manifest")
-        checked[name] = identity
-        fresh[name] = [*identity, want]
+        checked[name] = _check(directory, name, want, stamps, fresh)
     if fresh:
         _write_stamps(directory, {**stamps, **fresh})
     return checked
+
+
+def intact(directory: Path, files: dict[str, str]) -> dict[str, str]:
+    """Those of ``files`` that match their checksums (as :func:`verify`
+    checks them, without failing at the first that does not)."""
+    stamps = read_stamps(directory)
+    good: dict[str, str] = {}
+    fresh: dict[str, list[int | str]] = {}
+    for name, want in sorted(files.items()):
+        try:
+            _check(directory, name, want, stamps, fresh)
+        except IndexDamagedError:
+            continue
+        good[name] = want
+    if fresh:
+        _write_stamps(directory, {**stamps, **fresh})
+    return good
+
+
+def _check(
+    directory: Path,
+    name: str,
+    want: str,
+    stamps: dict[str, list[int | str]],
+    fresh: dict[str, list[int | str]],
+) -> Identity:
+    """One file against its checksum (IndexDamagedError when it differs),
+    read unless its stamp vouches for it; a file read gets a ``fresh`` stamp."""
+    identity = _stat(directory, name)
+    size = want.partition(":")[0]
+    if str(identity[2]) != size:
+        raise IndexDamagedError(f"{name} holds {identity[2]} bytes, the manifest says {size}")
+    if stamps.get(name) == [*identity, want]:
+        return identity
+    got, identity = checksum(directory / name)
+    if got != want:
+        raise IndexDamagedError(f"{name} does not match its checksum in the manifest")
+    fresh[name] = [*identity, want]
+    return identity
 
 
 def unchanged(directory: Path, checked: dict[str, Identity]) -> None:
