@@ -33,6 +33,7 @@ from gitmem.graph.codeindex import (
     CodeIndex,
     build_code_index,
     code_index_files,
+    name_words,
     read_meta,
     searchable,
 )
@@ -456,6 +457,29 @@ def test_search_finds_a_function_by_a_word_in_its_body(built: Path) -> None:
 def test_searchable_text_splits_camel_case_names() -> None:
     chunk = Chunk("a.py", 1, 1, "", FILE_KIND, "x = parseHTTPHeader(HTTPServer)")
     assert searchable(chunk).split("\n")[-2:] == ["parse http header", "http server"]
+
+
+def _name_words_plainly(text: str) -> list[str]:
+    """What name_words finds, by the plain scan of the whole text it speeds up."""
+    import re
+
+    words: dict[str, None] = {}
+    for name in re.findall(r"[A-Za-z][A-Za-z0-9]*[a-z][A-Z][A-Za-z0-9]*|[A-Z]{2,}[a-z]\w*", text):
+        parts = re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+", name)
+        words.setdefault(" ".join(parts).lower(), None)
+    return list(words)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from("aAbBzZ09_ .\n(é—ßİ\U0001f600"), max_size=60))
+def test_name_words_agrees_with_the_plain_scan(text: str) -> None:
+    assert name_words(text) == _name_words_plainly(text)
+
+
+def test_name_words_mid_word_and_repeated_names() -> None:
+    text = "x_fooBar xHTTPServer 3dPoint fooBar_bazQux\nfooBar éHTTPServer"
+    assert name_words(text) == _name_words_plainly(text)
+    assert name_words(text) == ["foo bar", "http server", "baz qux"]
 
 
 def test_vector_search_finds_a_function_by_meaning(built: Path) -> None:
