@@ -45,6 +45,9 @@ SWEEP_EVERY = 86400.0  # seconds between two sweeps
 SWEEP_STAMP = "swept"
 VERSION_PREFIX = "v"
 _UNSAFE = re.compile(r"[^a-z0-9_+#-]")
+CHUNKS_SUFFIX = ".chunks"
+"""Entries of a blob's search chunks (:func:`gitmem.graph.chunks.encode_chunks`),
+named by the facts' key and this, beside them."""
 
 
 class Cached(msgspec.Struct, array_like=True, forbid_unknown_fields=True):

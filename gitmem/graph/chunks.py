@@ -158,6 +158,48 @@ def chunk_file(path: str, data: bytes, facts: FileFacts) -> list[Chunk]:
     return _Chunker(path, data, facts).run()
 
 
+def encode_chunks(chunks: list[Chunk]) -> bytes:
+    """A blob's chunks as its cache entry stores them (their path left out:
+    copies of a file share the entry): zlib-compressed msgpack rows."""
+    import zlib
+
+    import msgspec
+
+    rows = [
+        (c.start_line, c.end_line, c.symbol, c.kind, c.body, list(c.context), c.language)
+        for c in chunks
+    ]
+    return zlib.compress(msgspec.msgpack.encode(rows), 1)
+
+
+def decode_chunks(data: bytes, path: str = "") -> list[Chunk]:
+    """The chunks :func:`encode_chunks` stored, at ``path`` (ValueError when
+    ``data`` is damaged)."""
+    import zlib
+
+    import msgspec
+
+    try:
+        rows = msgspec.msgpack.decode(zlib.decompress(data))
+        return [
+            Chunk(path, int(a), int(b), str(sym), str(kind), str(body), tuple(ctx), str(lang))
+            for a, b, sym, kind, body, ctx, lang in rows
+        ]
+    except (zlib.error, msgspec.DecodeError, TypeError) as exc:
+        raise ValueError(f"damaged chunks: {exc}") from None
+
+
+def placed_at(chunks: list[Chunk], path: str) -> list[Chunk]:
+    """``chunks`` (a blob's, all at one path) at ``path``: themselves when
+    they are there already, else copies."""
+    if not chunks or chunks[0].path == path:
+        return chunks
+    return [
+        Chunk(path, c.start_line, c.end_line, c.symbol, c.kind, c.body, c.context, c.language)
+        for c in chunks
+    ]
+
+
 def split_lines(data: bytes) -> list[str]:
     """The file's lines as chunks number them: split at ``\\n``, a trailing
     ``\\r`` dropped, no empty last line for a final newline."""
