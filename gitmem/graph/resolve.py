@@ -106,7 +106,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from gitmem.graph.facts import Definition, FileFacts, Import
 from gitmem.graph.schema import edges_schema, node_id, nodes_schema
@@ -1747,7 +1747,12 @@ def _file(ix: Index, path: str, edges: _Edges, columns: dict[str, list[object]])
         if (d.qualname, d.kind) in seen:
             continue
         seen.add((d.qualname, d.kind))
-        own = node_id(path, d.qualname, d.kind)
+        # the first definition of a name is the one lookups find: its id is remembered
+        own = (
+            ix.def_id(path, d.qualname)
+            if own_defs[d.qualname] is d
+            else node_id(path, d.qualname, d.kind)
+        )
         rows.append(
             (
                 own,
@@ -1778,39 +1783,41 @@ def _file(ix: Index, path: str, edges: _Edges, columns: dict[str, list[object]])
     def add(src: str, kind: str, hit: _Hit, line: int) -> None:
         _add_hit(ix, edges, path, src, kind, hit, line)
 
+    # The hot loop (a call every few lines): _Edges.add and scope_node inlined.
     # A call's target depends on its scope only through what the scope binds:
     # calls alike from scopes alike are looked up once (_Scopes).
     scopes = _Scopes(ix, path)
-    memo: dict[tuple[str, str, str], _EdgeTo | None] = {}
-    shared: dict[tuple[object, str, str], _EdgeTo | None] = {}
+    memo: dict[tuple[str, str, str], _EdgeTo | Literal[False]] = {}  # False: no edge
+    shared: dict[tuple[object, str, str], _EdgeTo | Literal[False]] = {}
+    edge_rows = edges.rows
     for call in facts.calls:
-        key = (call.scope, call.receiver, call.name)
-        if key in memo:
-            target = memo[key]
-        else:
+        scope = call.scope
+        key = (scope, call.receiver, call.name)
+        target = memo.get(key)
+        if target is None:
             parts = scopes.parts(call.receiver, call.name)
-            alike = (scopes.key(call.scope, parts[0]) if parts else "", call.receiver, call.name)
-            if alike in shared:
-                target = shared[alike]
-            else:
+            alike = (scopes.key(scope, parts[0]) if parts else "", call.receiver, call.name)
+            target = shared.get(alike)
+            if target is None:
                 if parts is None:
                     hit = ix.guess(path, ["?", call.name], CALLABLE) if call.name else None
                 else:
-                    hit = ix.lookup(path, call.scope, parts, CALLABLE)
-                target = shared[alike] = None if hit is None else _edge_target(ix, hit)
+                    hit = ix.lookup(path, scope, parts, CALLABLE)
+                target = shared[alike] = False if hit is None else _edge_target(ix, hit)
             memo[key] = target
-        if target is not None:  # as _add_hit does (a call to itself is recursion: kept)
-            dst, reason, confidence, external = target
-            add_edge(
-                scope_node(call.scope),
-                dst,
-                "calls",
-                reason,
-                confidence,
-                call.line,
-                path,
-                external=external,
-            )
+        if target is False:
+            continue
+        # as _add_hit does (a call to itself is recursion: kept)
+        dst, reason, confidence, external = target
+        src = nodes.get(scope)
+        if src is None:
+            src = nodes[scope] = ix.scope_node(path, scope)
+        edge = (src, "calls", dst, call.line)
+        old = edge_rows.get(edge)
+        if old is None or confidence > old[0]:
+            edge_rows[edge] = (confidence, reason, path)
+        if external is not None:
+            edges.externals[path].add(external)
     for ref in facts.references:
         parts = _dotted(ref.name)
         if parts is None:
