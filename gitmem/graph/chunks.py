@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 from gitmem.graph.facts import Definition, FileFacts
 
@@ -207,6 +208,8 @@ def split_lines(data: bytes) -> list[str]:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    if "\r" not in text:
+        return lines
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
@@ -215,7 +218,9 @@ class _Chunker:
         self.path = path
         self.facts = facts
         self.lines = split_lines(data)
-        self.blank = [not line.strip() for line in self.lines]
+        self.blank = [not line or line.isspace() for line in self.lines]
+        # characters before each line (1-based: ends[b] - ends[a - 1] counts lines a..b)
+        self.ends = [0, *accumulate(map(len, self.lines))]
         self.chunks: list[Chunk] = []
         language = facts.language
         self.tokens = _tokens(language)
@@ -360,7 +365,7 @@ class _Chunker:
     def _fits(self, a: int, b: int) -> bool:
         if b - a + 1 > MAX_LINES:
             return False
-        return sum(len(self.lines[i - 1]) for i in range(a, b + 1)) + (b - a) <= MAX_CHARS
+        return self.ends[b] - self.ends[a - 1] + (b - a) <= MAX_CHARS
 
     def _window_end(self, start: int, b: int) -> int:
         """The last line of the longest run from ``start`` within the limits
@@ -433,7 +438,9 @@ class _Chunker:
         levels = []
         for i in range(a, b + 1):
             line = self.lines[i - 1]
-            indent = len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
+            if "\t" in line:
+                line = line.expandtabs(4)
+            indent = len(line) - len(line.lstrip())
             after_blank = 0 if i > a and self.blank[i - 2] else 1
             levels.append((depths[i - a], indent, after_blank))
         return levels
