@@ -161,32 +161,36 @@ def chunk_file(path: str, data: bytes, facts: FileFacts) -> list[Chunk]:
 
 def encode_chunks(chunks: list[Chunk]) -> bytes:
     """A blob's chunks as its cache entry stores them (their path left out:
-    copies of a file share the entry): zlib-compressed msgpack rows."""
-    import zlib
-
+    copies of a file share the entry): msgpack rows, packed as the facts are
+    (:func:`gitmem.graph.cache.pack`)."""
     import msgspec
+
+    from gitmem.graph.cache import pack
 
     rows = [
         (c.start_line, c.end_line, c.symbol, c.kind, c.body, list(c.context), c.language)
         for c in chunks
     ]
-    return zlib.compress(msgspec.msgpack.encode(rows), 1)
+    return pack(msgspec.msgpack.encode(rows))
 
 
 def decode_chunks(data: bytes, path: str = "") -> list[Chunk]:
     """The chunks :func:`encode_chunks` stored, at ``path`` (ValueError when
     ``data`` is damaged)."""
-    import zlib
-
     import msgspec
 
+    from gitmem.graph.cache import unpack
+
+    raw = unpack(data)
+    if raw is None:
+        raise ValueError("damaged chunks")
     try:
-        rows = msgspec.msgpack.decode(zlib.decompress(data))
+        rows = msgspec.msgpack.decode(raw)
         return [
             Chunk(path, int(a), int(b), str(sym), str(kind), str(body), tuple(ctx), str(lang))
             for a, b, sym, kind, body, ctx, lang in rows
         ]
-    except (zlib.error, msgspec.DecodeError, TypeError) as exc:
+    except (msgspec.DecodeError, TypeError) as exc:
         raise ValueError(f"damaged chunks: {exc}") from None
 
 
