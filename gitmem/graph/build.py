@@ -528,7 +528,7 @@ def build(
     started = time.monotonic()
     settings = Settings.from_config(read_config(location) if config is None else config)
     root = graph_root(location)
-    with building(root, timeout, what="code graph builder lock"):
+    with building(root, timeout, what="code graph builder lock"), extraction.gc_paused():
         report = Builder(location, settings, root, progress, deep=deep).run(
             rebuild=rebuild, worktree=worktree, commit=commit
         )

@@ -14,11 +14,13 @@ whose files are then parsed one per task to find the culprit.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 
 from gitmem.graph.cache import CHUNKS_SUFFIX, Cached, FactsCache, encode
 from gitmem.graph.facts import FileFacts
@@ -86,7 +88,25 @@ def _store(store: str | None, parsed: Parsed) -> Parsed:
 def extract_batch(items: list[Item], store: str | None = None) -> list[Parsed]:
     """``(key, facts entry, chunks entry)`` for each item, put in the cache at
     ``store`` (what a worker runs: the writes are spread over the workers too)."""
-    return [_store(store, (key, *extract_one(path, data))) for key, path, data in items]
+    with gc_paused():
+        return [_store(store, (key, *extract_one(path, data))) for key, path, data in items]
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused for a block that allocates
+    many objects and keeps most of them (parsing, a build): its collections
+    walk every live object again and again, for no garbage (on the standard
+    library's cold build, 1.2 s of the builder's 11 s CPU, 4% of a parser's).
+    Cycles made meanwhile are collected after the block."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _crashed(path: str, data: bytes) -> bytes:
