@@ -336,8 +336,9 @@ def _graph_formats() -> dict[str, bytes]:
             f".<language>{cache.CHUNKS_SUFFIX}": (
                 "one blob's search chunks (gitmem.graph.chunks), packed as its facts are "
                 "(0x01, length, zstd); the record is an array of [start_line, end_line, "
-                "symbol, kind, body, [context...], language], one per chunk, without the path "
-                "(copies of a file share the entry)"
+                "symbol, kind, body, [context...], language, [words...]], one per chunk, "
+                "without the path (copies of a file share the entry); words: the mixed-case "
+                "names of the context and body split into words, as the full-text index adds them"
             ),
             f"{paths.CACHE_DIR}/{cache.SWEEP_STAMP}": "when entries unused for "
             f"{cache.MAX_AGE_DAYS} days were last removed",

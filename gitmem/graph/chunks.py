@@ -120,6 +120,71 @@ def _tokens(language: str) -> re.Pattern[str]:
     return re.compile("|".join(parts))
 
 
+# A name worth splitting: a lower-case letter then a capital (parseHeader), or
+# two capitals then a lower-case letter (HTTPServer); and how it splits.
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*[a-z][A-Z][A-Za-z0-9]*|[A-Z]{2,}[a-z]\w*")
+_NAME_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+# Bytes -> a for a-z, A for A-Z, 0 for what may be part of a word (digits, _,
+# any byte of a non-ASCII character), a space for what cannot.
+_CLASSES = bytes(
+    ord("a")
+    if 97 <= b <= 122
+    else ord("A")
+    if 65 <= b <= 90
+    else ord("0")
+    if b >= 128 or b == 95 or 48 <= b <= 57
+    else ord(" ")
+    for b in range(256)
+)
+_SEGMENT_WORDS: dict[bytes, tuple[str, ...]] = {}  # a segment -> its names' words (a memo)
+_MEMO_LIMIT = 1 << 18
+
+
+def name_words(text: str) -> list[str]:
+    """The words of ``text``'s mixed-case names (see :func:`gitmem.graph.codeindex.searchable`),
+    each once, in order of first appearance.
+
+    What :data:`_NAME` finds in the whole text, found faster: a name never
+    spans a character that cannot be in a word, so the text is cut at those
+    (in bytes, with a translation table: C speed), only the segments with a
+    lower-case-then-capital or capital-capital-lower-case pair are looked at,
+    and identifiers repeat, so a segment's words are remembered. (The plain
+    scan cost 3.5 s over the standard library's 68,000 chunks, this 0.7 s.)"""
+    raw = text.encode("utf-8", "surrogatepass")
+    classes = raw.translate(_CLASSES)
+    find, rfind = classes.find, classes.rfind
+    spans: list[tuple[int, int]] = []
+    for pair in (b"aA", b"AAa"):
+        at = find(pair)
+        while at >= 0:
+            end = find(b" ", at)
+            if end < 0:
+                end = len(classes)
+            spans.append((rfind(b" ", 0, at) + 1, end))
+            at = find(pair, end)
+    if not spans:
+        return []
+    spans.sort()
+    memo = _SEGMENT_WORDS
+    if len(memo) > _MEMO_LIMIT:
+        memo.clear()
+    words: dict[str, None] = {}
+    last = -1
+    for start, end in spans:
+        if start == last:
+            continue  # both pairs in one segment
+        last = start
+        segment = raw[start:end]
+        found = memo.get(segment)
+        if found is None:
+            found = memo[segment] = tuple(
+                " ".join(_NAME_PARTS.findall(name)).lower()
+                for name in _NAME.findall(segment.decode("utf-8", "surrogatepass"))
+            )
+        words.update(dict.fromkeys(found))
+    return list(words)
+
+
 @dataclass(frozen=True)
 class Chunk:
     """A piece of a file to search: lines ``start_line``..``end_line``."""
@@ -132,6 +197,9 @@ class Chunk:
     body: str  # the lines, as in the file (lines joined by "\n", a longer line cut)
     context: tuple[str, ...] = field(default=())  # enclosing headers, outermost first
     language: str = ""
+    # The words of the mixed-case names in the context and the body
+    # (name_words), found where the chunk was made (a parse worker); None: not yet.
+    words: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
 
     @property
     def header(self) -> str:
@@ -168,7 +236,16 @@ def encode_chunks(chunks: list[Chunk]) -> bytes:
     from gitmem.graph.cache import pack
 
     rows = [
-        (c.start_line, c.end_line, c.symbol, c.kind, c.body, list(c.context), c.language)
+        (
+            c.start_line,
+            c.end_line,
+            c.symbol,
+            c.kind,
+            c.body,
+            list(c.context),
+            c.language,
+            None if c.words is None else list(c.words),
+        )
         for c in chunks
     ]
     return pack(msgspec.msgpack.encode(rows))
@@ -187,8 +264,18 @@ def decode_chunks(data: bytes, path: str = "") -> list[Chunk]:
     try:
         rows = msgspec.msgpack.decode(raw)
         return [
-            Chunk(path, int(a), int(b), str(sym), str(kind), str(body), tuple(ctx), str(lang))
-            for a, b, sym, kind, body, ctx, lang in rows
+            Chunk(
+                path,
+                int(a),
+                int(b),
+                str(sym),
+                str(kind),
+                str(body),
+                tuple(ctx),
+                str(lang),
+                None if words is None else tuple(words),
+            )
+            for a, b, sym, kind, body, ctx, lang, words in rows
         ]
     except (msgspec.DecodeError, TypeError) as exc:
         raise ValueError(f"damaged chunks: {exc}") from None
@@ -200,7 +287,9 @@ def placed_at(chunks: list[Chunk], path: str) -> list[Chunk]:
     if not chunks or chunks[0].path == path:
         return chunks
     return [
-        Chunk(path, c.start_line, c.end_line, c.symbol, c.kind, c.body, c.context, c.language)
+        Chunk(
+            path, c.start_line, c.end_line, c.symbol, c.kind, c.body, c.context, c.language, c.words
+        )
         for c in chunks
     ]
 
@@ -433,7 +522,8 @@ class _Chunker:
 
     def _chunk(self, a: int, b: int, symbol: str, kind: str, context: tuple[str, ...]) -> Chunk:
         body = "\n".join(self.lines[a - 1 : b])[:MAX_CHARS]
-        return Chunk(self.path, a, b, symbol, kind, body, context, self.facts.language)
+        words = tuple(name_words("\n".join((*context, body)) if context else body))
+        return Chunk(self.path, a, b, symbol, kind, body, context, self.facts.language, words)
 
     def _levels(self, a: int, b: int) -> list[tuple[int, int, int]]:
         """How nested each line of ``a``..``b`` starts: (bracket depth,
