@@ -1809,10 +1809,10 @@ def _file(ix: Index, path: str, edges: _Edges, columns: dict[str, list[object]])
             continue
         # as _add_hit does (a call to itself is recursion: kept)
         dst, reason, confidence, external = target
-        src = nodes.get(scope)
-        if src is None:
-            src = nodes[scope] = ix.scope_node(path, scope)
-        edge = (src, "calls", dst, call.line)
+        caller = nodes.get(scope)
+        if caller is None:
+            caller = nodes[scope] = ix.scope_node(path, scope)
+        edge = (caller, "calls", dst, call.line)
         old = edge_rows.get(edge)
         if old is None or confidence > old[0]:
             edge_rows[edge] = (confidence, reason, path)
