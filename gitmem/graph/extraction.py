@@ -74,10 +74,9 @@ def extract_one(path: str, data: bytes) -> tuple[bytes, bytes]:
     return encode(Cached(facts=facts, size=len(data))), encode_chunks(chunk_file(path, data, facts))
 
 
-def _store(store: str | None, parsed: Parsed) -> Parsed:
-    """Put a blob's entries in the cache at ``store`` (when there is one)."""
-    if store is not None:
-        cache = FactsCache(store)
+def _store(cache: FactsCache | None, parsed: Parsed) -> Parsed:
+    """Put a blob's entries in ``cache`` (when there is one)."""
+    if cache is not None:
         key, facts, chunks = parsed
         cache.put(key, facts)
         if chunks is not None:
@@ -85,11 +84,16 @@ def _store(store: str | None, parsed: Parsed) -> Parsed:
     return parsed
 
 
+def _cache(store: str | None) -> FactsCache | None:
+    return None if store is None else FactsCache(store)
+
+
 def extract_batch(items: list[Item], store: str | None = None) -> list[Parsed]:
     """``(key, facts entry, chunks entry)`` for each item, put in the cache at
     ``store`` (what a worker runs: the writes are spread over the workers too)."""
+    cache = _cache(store)
     with gc_paused():
-        return [_store(store, (key, *extract_one(path, data))) for key, path, data in items]
+        return [_store(cache, (key, *extract_one(path, data))) for key, path, data in items]
 
 
 @contextmanager
@@ -156,8 +160,9 @@ def extract_all(
     count = workers()
     done = 0
     if count < 2 or total < POOL_MIN_FILES or size < POOL_MIN_BYTES:
+        cache = _cache(store)
         parsed: Iterable[Parsed] = (
-            _store(store, (key, *extract_one(path, data))) for key, path, data in items
+            _store(cache, (key, *extract_one(path, data))) for key, path, data in items
         )
     else:
         parsed = _pooled(items, count, store)
@@ -224,7 +229,7 @@ def _isolated(items: list[Item], store: str | None) -> Iterator[Parsed]:
             except BrokenProcessPool:
                 pool.shutdown(wait=True)
                 pool = _pool(1)
-                parsed = _store(store, (key, _crashed(path, data), None))
+                parsed = _store(_cache(store), (key, _crashed(path, data), None))
             yield parsed
     finally:
         pool.shutdown(wait=True)
