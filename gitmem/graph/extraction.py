@@ -179,7 +179,9 @@ def _pool(count: int) -> ProcessPoolExecutor:
     # forkserver: a fork of this process would copy the threads it runs
     # (the blob reader's, a progress bar's) in whatever state they are in.
     # The server imports this module (and so the parsers) once; each worker
-    # forked from it starts with them loaded, and with this sys.path.
+    # forked from it starts with them loaded. (Python 3.11's server ignores
+    # the sys.path it is handed: it imports gitmem from the working directory
+    # and PYTHONPATH, as an installed gitmem is found anyway.)
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(
         [__name__, "gitmem.graph.extract", "gitmem.graph.languages", "gitmem.graph.chunks"]
