@@ -33,6 +33,7 @@ from gitmem.graph.codeindex import (
     CodeIndex,
     build_code_index,
     code_index_files,
+    name_words,
     read_meta,
     searchable,
 )
@@ -456,6 +457,70 @@ def test_search_finds_a_function_by_a_word_in_its_body(built: Path) -> None:
 def test_searchable_text_splits_camel_case_names() -> None:
     chunk = Chunk("a.py", 1, 1, "", FILE_KIND, "x = parseHTTPHeader(HTTPServer)")
     assert searchable(chunk).split("\n")[-2:] == ["parse http header", "http server"]
+
+
+def _name_words_plainly(text: str) -> list[str]:
+    """What name_words finds, by the plain scan of the whole text it speeds up."""
+    import re
+
+    words: dict[str, None] = {}
+    for name in re.findall(r"[A-Za-z][A-Za-z0-9]*[a-z][A-Z][A-Za-z0-9]*|[A-Z]{2,}[a-z]\w*", text):
+        parts = re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+", name)
+        words.setdefault(" ".join(parts).lower(), None)
+    return list(words)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from("aAbBzZ09_ .\n(é—ßİ\U0001f600"), max_size=60))
+def test_name_words_agrees_with_the_plain_scan(text: str) -> None:
+    assert name_words(text) == _name_words_plainly(text)
+
+
+_NAMEY = st.lists(
+    st.sampled_from(
+        ["parseHeader", "HTTPServer", "readLine", "xY", "ab", "Cd", "_", " ", ".", "\n"]
+    ),
+    max_size=8,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_NAMEY, _NAMEY, st.lists(_NAMEY, max_size=3), _NAMEY)
+def test_searchable_text_is_the_same_with_the_words_found_beforehand(
+    path: str, symbol: str, context: list[str], body: str
+) -> None:
+    """A parse worker finds a chunk's context and body words ahead; the
+    builder adds its header's: the text indexed is the one found at once."""
+    from dataclasses import replace
+
+    plain = Chunk(path, 1, 2, symbol, "function", body, tuple(context))
+    ahead = replace(plain, words=tuple(name_words("\n".join((*context, body)))))
+    assert searchable(ahead) == searchable(plain)
+
+
+def test_chunks_carry_their_words_through_the_cache() -> None:
+    from gitmem.graph.chunks import decode_chunks, encode_chunks
+
+    source = "class HTTPServer:\n    def parseHeader(self):\n        return readLine()\n"
+    chunks = chunk_file("web/server.py", source.encode(), python_facts(source))
+    assert chunks and all(c.words is not None for c in chunks)
+    for c in chunks:
+        assert c.words == tuple(name_words("\n".join((*c.context, c.body))))
+    again = decode_chunks(encode_chunks(chunks), "web/server.py")
+    assert [(c, c.words) for c in again] == [(c, c.words) for c in chunks]
+    assert [searchable(c) for c in again] == [searchable(replace_words(c, None)) for c in chunks]
+
+
+def replace_words(chunk: Chunk, words: tuple[str, ...] | None) -> Chunk:
+    from dataclasses import replace
+
+    return replace(chunk, words=words)
+
+
+def test_name_words_mid_word_and_repeated_names() -> None:
+    text = "x_fooBar xHTTPServer 3dPoint fooBar_bazQux\nfooBar éHTTPServer"
+    assert name_words(text) == _name_words_plainly(text)
+    assert name_words(text) == ["foo bar", "http server", "baz qux"]
 
 
 def test_vector_search_finds_a_function_by_meaning(built: Path) -> None:

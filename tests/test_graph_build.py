@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -494,6 +495,42 @@ def test_a_cold_build_with_many_files_uses_worker_processes(tmp_path: Path) -> N
     git(repo, "checkout", "-q", "HEAD~1")
     assert run(repo).parsed == 40  # the other half, in this process again
     assert table_bytes(repo) == pooled
+
+
+def test_the_workers_cache_facts_and_chunks_for_the_next_process(tmp_path: Path) -> None:
+    """The parse workers write each blob's facts and search chunks to the
+    cache; another process then parses nothing and indexes the cached chunks
+    (an entry changed by hand shows in its code index)."""
+    from gitmem.graph.cache import CHUNKS_SUFFIX
+    from gitmem.graph.chunks import decode_chunks, encode_chunks
+    from gitmem.graph.codeindex import CHUNKS_DIR, CODE_DIR
+
+    body = "".join(f"def fn_{j}(a, b):\n    return a * {j} + b\n\n\n" for j in range(100))
+    files: dict[str, str | bytes] = {f"mod/m{i:03}.py": body + f"N = {i}\n" for i in range(80)}
+    repo = code_repo(tmp_path / "repo", files)
+    assert run(repo).parsed == 80
+    cache = FactsCache(cache_path(where(repo)))
+    _, language_for = load()
+    keys = {
+        name: cache_key(git(repo, "rev-parse", f"HEAD:{name}").strip(), language_for(name))
+        for name in files
+    }
+    for key in keys.values():
+        assert cache.get(key) is not None
+        assert Path(cache.path(key + CHUNKS_SUFFIX)).is_file()
+    first = pq.read_table(generation(repo) / CODE_DIR / CHUNKS_DIR).to_pylist()
+    entry = Path(cache.path(keys["mod/m007.py"] + CHUNKS_SUFFIX))
+    chunks = decode_chunks(entry.read_bytes())
+    entry.write_bytes(encode_chunks([replace(chunks[0], body="def pelican(): pass")]))
+    shutil.rmtree(graph_root(where(repo)))
+    code, out, err = cli_process(repo, "code", "index", "--json")
+    assert code == 0, err
+    assert json.loads(out)["parsed"] == 0
+    again = pq.read_table(generation(repo) / CODE_DIR / CHUNKS_DIR).to_pylist()
+    changed = [r for r in again if r["path"] == "mod/m007.py"]
+    assert [r["body"] for r in changed] == ["def pelican(): pass"]
+    others = [r for r in first if r["path"] != "mod/m007.py"]
+    assert [r for r in again if r["path"] != "mod/m007.py"] == others
 
 
 # which files ----------------------------------------------------------------------------------

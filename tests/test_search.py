@@ -714,3 +714,60 @@ def test_an_unreachable_provider_is_named_as_such(tmp_path: Path) -> None:
     code, out, err = cli(repo, "search", "pool")
     assert code == 0 and "the pool is too small" in out, err
     assert "cannot connect to ollama" in out and "another embedding model" not in out
+
+
+# the full-text index itself -------------------------------------------------------------
+def _doc(i: int, text: str) -> Any:
+    from gitmem.index.fulltext import TextDoc
+    from gitmem.index.vectors import key64
+
+    doc_id = f"{i:064x}"
+    return TextDoc(doc_id, key64(doc_id), text)
+
+
+def test_fulltext_update_replaces_a_document_added_twice(tmp_path: Path) -> None:
+    """A new index skips the per-document delete, yet a document given twice
+    (in one call, or again later) is there once, as its last text."""
+    from gitmem.index.fulltext import FullText
+
+    index = FullText(tmp_path / "ft", create=True)
+    assert (
+        index.update([_doc(1, "pelican crossing"), _doc(1, "heron wading"), _doc(2, "gull")]) == 3
+    )
+    assert index.count() == 2
+    assert index.search("pelican", 5) == [] and len(index.search("heron", 5)) == 1
+    index.update([_doc(2, "tern")])
+    assert index.count() == 2 and index.search("gull", 5) == []
+    assert [i for i, _ in index.search("tern", 5)] == [_doc(2, "").id]
+
+
+def test_fulltext_scores_do_not_depend_on_how_documents_were_written(tmp_path: Path) -> None:
+    """Many documents at once go to several indexing threads (several
+    segments); a search scores them exactly as documents added in small
+    updates (one thread)."""
+    from gitmem.index.fulltext import PARALLEL_DOCS, FullText
+
+    words = [
+        "alpha",
+        "beta",
+        "gamma",
+        "delta",
+        "epsilon",
+        "zeta",
+        "theta",
+        "iota",
+        "kappa",
+        "lambda",
+    ]
+    docs = [
+        _doc(i, " ".join(words[(i * k) % len(words)] for k in range(1, 2 + i % 7)))
+        for i in range(PARALLEL_DOCS + 50)
+    ]
+    at_once = FullText(tmp_path / "once", create=True)
+    at_once.update(docs)
+    in_parts = FullText(tmp_path / "parts", create=True)
+    for start in range(0, len(docs), 500):
+        in_parts.update(docs[start : start + 500])
+    assert at_once.count() == in_parts.count() == len(docs)
+    for query in ("alpha", "beta gamma", "kappa lambda theta", "epsilon"):
+        assert at_once.search_keys(query, 40) == in_parts.search_keys(query, 40)

@@ -342,6 +342,14 @@ def _graph_formats() -> dict[str, bytes]:
                 "generated), facts gitmem.graph.facts.FileFacts as a msgpack map (nil when "
                 "skipped), size the blob's bytes; language '-' when only the contents tell it"
             ),
+            f"{paths.CACHE_DIR}/{cache.VERSION_PREFIX}<extractor version>/<blob[:2]>/<blob[2:]>"
+            f".<language>{cache.CHUNKS_SUFFIX}": (
+                "one blob's search chunks (gitmem.graph.chunks), packed as its facts are "
+                "(0x01, length, zstd); the record is an array of [start_line, end_line, "
+                "symbol, kind, body, [context...], language, [words...]], one per chunk, "
+                "without the path (copies of a file share the entry); words: the mixed-case "
+                "names of the context and body split into words, as the full-text index adds them"
+            ),
             f"{paths.CACHE_DIR}/{cache.SWEEP_STAMP}": "when entries unused for "
             f"{cache.MAX_AGE_DAYS} days were last removed",
         },

@@ -40,7 +40,7 @@ import os
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 from gitmem.errors import IndexDamagedError, UsageError
 from gitmem.graph import extraction
 from gitmem.graph.blobs import blob_sizes, read_blobs
-from gitmem.graph.cache import Cached, FactsCache, cache_key, decode, encode
+from gitmem.graph.cache import CHUNKS_SUFFIX, Cached, FactsCache, cache_key, decode, encode
 from gitmem.graph.facts import EXTRACTOR_VERSION, FileFacts
 from gitmem.graph.manifest import (
     EDGES_TABLE,
@@ -182,7 +182,8 @@ class Builder:
         self.cache = FactsCache(cache_path(location))
         self.reparse = False  # --rebuild: the cache is written, never read
         self.previous: GraphManifest | None = None
-        self.fresh: dict[str, bytes] = {}  # cache key -> bytes of the blobs read in this build
+        self.fresh: dict[str, bytes] = {}  # cache key -> bytes of blobs read but not chunked yet
+        self.chunked: dict[str, list[Chunk]] = {}  # cache key -> chunks of the blobs parsed here
 
     def run(self, *, rebuild: bool, worktree: bool, commit: str | None) -> BuildReport:
         mode = "commit" if commit else "worktree" if worktree else "head"
@@ -277,6 +278,7 @@ class Builder:
         unsized = sorted({groups[k][0].blob for k in missing if groups[k][0].size < 0})
         sizes = blob_sizes(self.location.cwd, unsized)
         wanted: list[str] = []
+        expected = 0  # bytes to read
         for key in missing:
             first = groups[key][0]
             size = first.size if first.size >= 0 else sizes.get(first.blob)
@@ -286,45 +288,60 @@ class Builder:
                 skip(key, "oversized")
             else:
                 wanted.append(key)
-        to_parse: list[extraction.Item] = []
-        for key, data in self._read(wanted, groups):
-            if data is None:
-                skip(key, "missing")
-                continue
-            reason = content_skip(data)
-            if reason:
-                verdict = Cached(skip=reason, size=len(data))
-                self.cache.put(key, encode(verdict))
-                apply(key, verdict)
-            else:
-                self.fresh[key] = data
-                to_parse.append((key, groups[key][0].path, data))
-        for key, encoded in extraction.extract_all(to_parse, self.progress):
-            self.cache.put(key, encoded)
-            parsed = decode(encoded)
+                expected += size
+        parsed_keys: list[str] = []
+
+        def to_parse() -> Iterator[extraction.Item]:
+            # Read as the parsers ask for more: reading overlaps parsing.
+            for key, data in self._read(wanted, groups):
+                if data is None:
+                    skip(key, "missing")
+                    continue
+                reason = content_skip(data)
+                if reason:
+                    verdict = Cached(skip=reason, size=len(data))
+                    self.cache.put(key, encode(verdict))
+                    apply(key, verdict)
+                else:
+                    self.fresh[key] = data
+                    parsed_keys.append(key)
+                    yield key, groups[key][0].path, data
+
+        from gitmem.graph.chunks import decode_chunks
+
+        for key, encoded, chunks in extraction.extract_all(
+            to_parse(),
+            self.progress,
+            expect=(len(wanted), expected),
+            store=str(self.cache.root),
+        ):
+            parsed = decode(encoded)  # already in the cache, put there by its parser
             if parsed is None:  # cannot happen: encoded by the same code just now
                 raise IndexDamagedError(f"the facts of {groups[key][0].path} do not decode")
             self.cache.remember(key, parsed)
             apply(key, parsed)
-        report.parsed = len(to_parse)
+            if chunks is not None:  # chunked by the parser, beside the facts
+                path = groups[key][0].path
+                self.chunked[key] = _remember_chunks(self.cache, key, decode_chunks(chunks, path))
+                del self.fresh[key]  # the bytes are needed no more
+        report.parsed = len(parsed_keys)
         return facts, skips
 
     def _read(
         self, keys: list[str], groups: dict[str, list[Entry]]
-    ) -> list[tuple[str, bytes | None]]:
+    ) -> Iterator[tuple[str, bytes | None]]:
         """The bytes behind ``keys``: from disk for uncommitted files (read
         by the scan), else through one ``git cat-file --batch``."""
-        out: list[tuple[str, bytes | None]] = []
         from_git: dict[str, list[str]] = {}  # blob -> keys (one blob, two languages)
         for key in keys:
             first = groups[key][0]
             if first.data is not None:
-                out.append((key, first.data))
+                yield key, first.data
             else:
                 from_git.setdefault(first.blob, []).append(key)
         for blob, data in read_blobs(self.location.cwd, sorted(from_git)):
-            out.extend((key, data) for key in from_git[blob])
-        return out
+            for key in from_git[blob]:
+                yield key, data
 
     # -- the tables --------------------------------------------------------------------------
     def _full(
@@ -457,7 +474,7 @@ class Builder:
         """Every indexed file's search chunks, by path: cached per blob like
         its facts (chunks depend on the bytes and the facts only), so a build
         reads the bytes of new blobs alone."""
-        import dataclasses
+        from gitmem.graph.chunks import placed_at
 
         pieces: dict[str, list[Chunk]] = {}
         unread: dict[str, str] = {}  # key -> a path with that blob
@@ -465,7 +482,9 @@ class Builder:
             key = keys[entry.path]
             if entry.path not in facts or key in pieces or key in unread:
                 continue
-            cached = None if self.reparse else _decode_chunks(self.cache, key)
+            cached = self.chunked.get(key)
+            if cached is None and not self.reparse:
+                cached = _decode_chunks(self.cache, key)
             if cached is not None:
                 pieces[key] = cached
             elif key in self.fresh or entry.data is not None:
@@ -489,20 +508,17 @@ class Builder:
             if placed is None or placed[0] is not blob_chunks:
                 # The same chunk objects every build while the file is unchanged:
                 # the code index then recognises them without hashing their text.
-                placed = (
-                    blob_chunks,
-                    [dataclasses.replace(c, path=entry.path) for c in blob_chunks],
-                )
+                placed = (blob_chunks, placed_at(blob_chunks, entry.path))
                 _PLACED[(key, entry.path)] = placed
             out[entry.path] = placed[1]  # by file: the code index diffs file by file
         return out
 
     def _chunk_and_keep(self, key: str, path: str, data: bytes, facts: FileFacts) -> list[Chunk]:
-        from gitmem.graph.chunks import chunk_file
+        from gitmem.graph.chunks import chunk_file, encode_chunks
 
         chunks = chunk_file(path, data, facts)
-        self.cache.put(key + CHUNKS_SUFFIX, _encode_chunks(chunks))
-        return chunks
+        self.cache.put(key + CHUNKS_SUFFIX, encode_chunks(chunks))
+        return _remember_chunks(self.cache, key, chunks)
 
     def _code_index(self, directory: Path, chunks: dict[str, list[Chunk]], shards: int) -> None:
         """The code search index of this generation, from the previous one."""
@@ -537,28 +553,10 @@ _CHUNKS: dict[str, list[Chunk]] = {}
 # (cache key, path) -> (the blob's chunks, those chunks placed at the path), per process
 _PLACED: dict[tuple[str, str], tuple[list[Chunk], list[Chunk]]] = {}
 
-CHUNKS_SUFFIX = ".chunks"  # cache entries of a blob's search chunks, beside its facts
-
-
-def _encode_chunks(chunks: list[Chunk]) -> bytes:
-    import zlib
-
-    import msgspec
-
-    rows = [
-        (c.start_line, c.end_line, c.symbol, c.kind, c.body, list(c.context), c.language)
-        for c in chunks
-    ]
-    return zlib.compress(msgspec.msgpack.encode(rows), 1)
-
 
 def _decode_chunks(cache: FactsCache, key: str) -> list[Chunk] | None:
     """A blob's cached chunks (path left empty: the caller sets it), or None."""
-    import zlib
-
-    import msgspec
-
-    from gitmem.graph.chunks import Chunk
+    from gitmem.graph.chunks import decode_chunks
 
     path = cache.path(key + CHUNKS_SUFFIX)
     known = _CHUNKS.get(path)
@@ -566,14 +564,18 @@ def _decode_chunks(cache: FactsCache, key: str) -> list[Chunk] | None:
         return known
     try:
         with open(path, "rb") as handle:
-            rows = msgspec.msgpack.decode(zlib.decompress(handle.read()))
-        chunks = [
-            Chunk("", int(a), int(b), str(sym), str(kind), str(body), tuple(ctx), str(lang))
-            for a, b, sym, kind, body, ctx, lang in rows
-        ]
-    except (OSError, zlib.error, msgspec.DecodeError, ValueError, TypeError):
+            chunks = decode_chunks(handle.read())
+    except (OSError, ValueError):
         return None
     _CHUNKS[path] = chunks  # content-addressed, like the facts: valid for the process
+    return chunks
+
+
+def _remember_chunks(cache: FactsCache, key: str, chunks: list[Chunk]) -> list[Chunk]:
+    """Keep the chunks just put for ``key`` as the process's decoded entry
+    (as the facts are): the next build in this process then places the very
+    same objects, which the code index recognises without hashing them."""
+    _CHUNKS[cache.path(key + CHUNKS_SUFFIX)] = chunks
     return chunks
 
 
@@ -617,7 +619,7 @@ def build(
     config = read_config(location) if config is None else config
     settings = Settings.from_config(config)
     root = graph_root(location)
-    with building(root, timeout, what="code graph builder lock"):
+    with building(root, timeout, what="code graph builder lock"), extraction.gc_paused():
         report = Builder(location, settings, root, progress, deep=deep, config=config).run(
             rebuild=rebuild, worktree=worktree, commit=commit
         )

@@ -45,6 +45,10 @@ SWEEP_EVERY = 86400.0  # seconds between two sweeps
 SWEEP_STAMP = "swept"
 VERSION_PREFIX = "v"
 _UNSAFE = re.compile(r"[^a-z0-9_+#-]")
+CHUNKS_SUFFIX = ".chunks2"
+"""Entries of a blob's search chunks (:func:`gitmem.graph.chunks.encode_chunks`),
+named by the facts' key and this, beside them. (2: packed like the facts;
+``.chunks`` entries were zlib-compressed, slower both ways.)"""
 
 
 class Cached(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
@@ -73,15 +77,15 @@ def _codec() -> Any:
     return _CODEC
 
 
-def encode(entry: Cached) -> bytes:
-    """The bytes an entry is stored as."""
-    raw = _ENCODER.encode(entry)
+def pack(raw: bytes) -> bytes:
+    """``raw`` (msgpack) as entries store it: :data:`FORMAT`, its length as
+    8 bytes little-endian, its zstd frame."""
     packed: bytes = _codec().compress(raw, asbytes=True)
     return FORMAT + len(raw).to_bytes(8, "little") + packed
 
 
-def decode(data: bytes) -> Cached | None:
-    """The entry ``data`` holds, or None when it is damaged or of another version."""
+def unpack(data: bytes) -> bytes | None:
+    """What :func:`pack` packed, or None when ``data`` is damaged."""
     if len(data) < 9 or data[:1] != FORMAT:
         return None
     size = int.from_bytes(data[1:9], "little")
@@ -90,9 +94,25 @@ def decode(data: bytes) -> Cached | None:
     import pyarrow as pa
 
     try:
-        raw = _codec().decompress(data[9:], size, asbytes=True)
+        raw: bytes = _codec().decompress(data[9:], size, asbytes=True)
+    except (ValueError, pa.ArrowException):
+        return None
+    return raw
+
+
+def encode(entry: Cached) -> bytes:
+    """The bytes an entry is stored as."""
+    return pack(_ENCODER.encode(entry))
+
+
+def decode(data: bytes) -> Cached | None:
+    """The entry ``data`` holds, or None when it is damaged or of another version."""
+    raw = unpack(data)
+    if raw is None:
+        return None
+    try:
         entry = _DECODER.decode(raw)
-    except (msgspec.DecodeError, ValueError, pa.ArrowException):
+    except (msgspec.DecodeError, ValueError):
         return None
     if entry.facts is not None and entry.facts.version != EXTRACTOR_VERSION:
         return None

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 from gitmem.graph.facts import Definition, FileFacts
 
@@ -119,6 +120,71 @@ def _tokens(language: str) -> re.Pattern[str]:
     return re.compile("|".join(parts))
 
 
+# A name worth splitting: a lower-case letter then a capital (parseHeader), or
+# two capitals then a lower-case letter (HTTPServer); and how it splits.
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*[a-z][A-Z][A-Za-z0-9]*|[A-Z]{2,}[a-z]\w*")
+_NAME_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+# Bytes -> a for a-z, A for A-Z, 0 for what may be part of a word (digits, _,
+# any byte of a non-ASCII character), a space for what cannot.
+_CLASSES = bytes(
+    ord("a")
+    if 97 <= b <= 122
+    else ord("A")
+    if 65 <= b <= 90
+    else ord("0")
+    if b >= 128 or b == 95 or 48 <= b <= 57
+    else ord(" ")
+    for b in range(256)
+)
+_SEGMENT_WORDS: dict[bytes, tuple[str, ...]] = {}  # a segment -> its names' words (a memo)
+_MEMO_LIMIT = 1 << 18
+
+
+def name_words(text: str) -> list[str]:
+    """The words of ``text``'s mixed-case names (see :func:`gitmem.graph.codeindex.searchable`),
+    each once, in order of first appearance.
+
+    What :data:`_NAME` finds in the whole text, found faster: a name never
+    spans a character that cannot be in a word, so the text is cut at those
+    (in bytes, with a translation table: C speed), only the segments with a
+    lower-case-then-capital or capital-capital-lower-case pair are looked at,
+    and identifiers repeat, so a segment's words are remembered. (The plain
+    scan cost 3.5 s over the standard library's 68,000 chunks, this 0.7 s.)"""
+    raw = text.encode("utf-8", "surrogatepass")
+    classes = raw.translate(_CLASSES)
+    find, rfind = classes.find, classes.rfind
+    spans: list[tuple[int, int]] = []
+    for pair in (b"aA", b"AAa"):
+        at = find(pair)
+        while at >= 0:
+            end = find(b" ", at)
+            if end < 0:
+                end = len(classes)
+            spans.append((rfind(b" ", 0, at) + 1, end))
+            at = find(pair, end)
+    if not spans:
+        return []
+    spans.sort()
+    memo = _SEGMENT_WORDS
+    if len(memo) > _MEMO_LIMIT:
+        memo.clear()
+    words: dict[str, None] = {}
+    last = -1
+    for start, end in spans:
+        if start == last:
+            continue  # both pairs in one segment
+        last = start
+        segment = raw[start:end]
+        found = memo.get(segment)
+        if found is None:
+            found = memo[segment] = tuple(
+                " ".join(_NAME_PARTS.findall(name)).lower()
+                for name in _NAME.findall(segment.decode("utf-8", "surrogatepass"))
+            )
+        words.update(dict.fromkeys(found))
+    return list(words)
+
+
 @dataclass(frozen=True)
 class Chunk:
     """A piece of a file to search: lines ``start_line``..``end_line``."""
@@ -131,6 +197,9 @@ class Chunk:
     body: str  # the lines, as in the file (lines joined by "\n", a longer line cut)
     context: tuple[str, ...] = field(default=())  # enclosing headers, outermost first
     language: str = ""
+    # The words of the mixed-case names in the context and the body
+    # (name_words), found where the chunk was made (a parse worker); None: not yet.
+    words: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
 
     @property
     def header(self) -> str:
@@ -158,6 +227,73 @@ def chunk_file(path: str, data: bytes, facts: FileFacts) -> list[Chunk]:
     return _Chunker(path, data, facts).run()
 
 
+def encode_chunks(chunks: list[Chunk]) -> bytes:
+    """A blob's chunks as its cache entry stores them (their path left out:
+    copies of a file share the entry): msgpack rows, packed as the facts are
+    (:func:`gitmem.graph.cache.pack`)."""
+    import msgspec
+
+    from gitmem.graph.cache import pack
+
+    rows = [
+        (
+            c.start_line,
+            c.end_line,
+            c.symbol,
+            c.kind,
+            c.body,
+            list(c.context),
+            c.language,
+            None if c.words is None else list(c.words),
+        )
+        for c in chunks
+    ]
+    return pack(msgspec.msgpack.encode(rows))
+
+
+def decode_chunks(data: bytes, path: str = "") -> list[Chunk]:
+    """The chunks :func:`encode_chunks` stored, at ``path`` (ValueError when
+    ``data`` is damaged)."""
+    import msgspec
+
+    from gitmem.graph.cache import unpack
+
+    raw = unpack(data)
+    if raw is None:
+        raise ValueError("damaged chunks")
+    try:
+        rows = msgspec.msgpack.decode(raw)
+        return [
+            Chunk(
+                path,
+                int(a),
+                int(b),
+                str(sym),
+                str(kind),
+                str(body),
+                tuple(ctx),
+                str(lang),
+                None if words is None else tuple(words),
+            )
+            for a, b, sym, kind, body, ctx, lang, words in rows
+        ]
+    except (msgspec.DecodeError, TypeError) as exc:
+        raise ValueError(f"damaged chunks: {exc}") from None
+
+
+def placed_at(chunks: list[Chunk], path: str) -> list[Chunk]:
+    """``chunks`` (a blob's, all at one path) at ``path``: themselves when
+    they are there already, else copies."""
+    if not chunks or chunks[0].path == path:
+        return chunks
+    return [
+        Chunk(
+            path, c.start_line, c.end_line, c.symbol, c.kind, c.body, c.context, c.language, c.words
+        )
+        for c in chunks
+    ]
+
+
 def split_lines(data: bytes) -> list[str]:
     """The file's lines as chunks number them: split at ``\\n``, a trailing
     ``\\r`` dropped, no empty last line for a final newline."""
@@ -165,6 +301,8 @@ def split_lines(data: bytes) -> list[str]:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    if "\r" not in text:
+        return lines
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
@@ -173,7 +311,9 @@ class _Chunker:
         self.path = path
         self.facts = facts
         self.lines = split_lines(data)
-        self.blank = [not line.strip() for line in self.lines]
+        self.blank = [not line or line.isspace() for line in self.lines]
+        # characters before each line (1-based: ends[b] - ends[a - 1] counts lines a..b)
+        self.ends = [0, *accumulate(map(len, self.lines))]
         self.chunks: list[Chunk] = []
         language = facts.language
         self.tokens = _tokens(language)
@@ -318,7 +458,7 @@ class _Chunker:
     def _fits(self, a: int, b: int) -> bool:
         if b - a + 1 > MAX_LINES:
             return False
-        return sum(len(self.lines[i - 1]) for i in range(a, b + 1)) + (b - a) <= MAX_CHARS
+        return self.ends[b] - self.ends[a - 1] + (b - a) <= MAX_CHARS
 
     def _window_end(self, start: int, b: int) -> int:
         """The last line of the longest run from ``start`` within the limits
@@ -382,7 +522,8 @@ class _Chunker:
 
     def _chunk(self, a: int, b: int, symbol: str, kind: str, context: tuple[str, ...]) -> Chunk:
         body = "\n".join(self.lines[a - 1 : b])[:MAX_CHARS]
-        return Chunk(self.path, a, b, symbol, kind, body, context, self.facts.language)
+        words = tuple(name_words("\n".join((*context, body)) if context else body))
+        return Chunk(self.path, a, b, symbol, kind, body, context, self.facts.language, words)
 
     def _levels(self, a: int, b: int) -> list[tuple[int, int, int]]:
         """How nested each line of ``a``..``b`` starts: (bracket depth,
@@ -391,7 +532,9 @@ class _Chunker:
         levels = []
         for i in range(a, b + 1):
             line = self.lines[i - 1]
-            indent = len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
+            if "\t" in line:
+                line = line.expandtabs(4)
+            indent = len(line) - len(line.lstrip())
             after_blank = 0 if i > a and self.blank[i - 2] else 1
             levels.append((depths[i - a], indent, after_blank))
         return levels

@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from gitmem.errors import GitmemError, IndexDamagedError, NotFoundError, UsageError
-from gitmem.graph.chunks import Chunk
+from gitmem.graph.chunks import Chunk, name_words
 from gitmem.index import fusion
 from gitmem.index.fulltext import FULLTEXT_DIR
 from gitmem.index.vectors import VECTORS_FILE, key64
@@ -534,15 +534,12 @@ def searchable(chunk: Chunk) -> str:
     identifiers split into words (``parseHeader``, ``HTTPServer`` ->
     ``parse header``, ``http server``; the analyzer already splits at ``_``
     and ``.``), so that a word of a name finds it."""
-    import re
-
-    words: dict[str, None] = {}
-    for name in re.findall(
-        r"[A-Za-z][A-Za-z0-9]*[a-z][A-Z][A-Za-z0-9]*|[A-Z]{2,}[a-z]\w*", chunk.text
-    ):
-        parts = re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+", name)
-        words.setdefault(" ".join(parts).lower(), None)
-    return chunk.text + ("\n" + "\n".join(words) if words else "")
+    text = chunk.text
+    if chunk.words is None:
+        words = name_words(text)
+    else:  # those of the context and body found where the chunk was made
+        words = list(dict.fromkeys([*name_words(chunk.header), *chunk.words]))
+    return text + ("\n" + "\n".join(words) if words else "")
 
 
 def _vectors(

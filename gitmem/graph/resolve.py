@@ -108,7 +108,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from gitmem.graph.facts import Definition, FileFacts, Import
 from gitmem.graph.schema import edges_schema, node_id, nodes_schema
@@ -154,6 +154,7 @@ SELF_WORDS: dict[str, frozenset[str]] = {
     "go": frozenset(),
 }
 DEFAULT_SELF = frozenset({"this", "$this", "self", "static"})
+PYTHON_SELF = SELF_WORDS["python"]
 SUPER_WORDS = frozenset({"super", "parent", "base"})  # PHP parent::, C# base.
 IMPLICIT_MEMBERS = frozenset({"java", "kotlin", "csharp", "c_sharp", "cpp", "swift", "ruby"})
 """Languages where a bare call inside a class reaches the class's members."""
@@ -277,10 +278,12 @@ class Index:
         self._scope_memo: dict[str, list[str]] = {}
         self._suffixes: dict[str, list[str]] | None = None
         self._guess_memo: dict[tuple[str, str, str, bool], _Hit | None] = {}
+        # (family, name, types?) -> candidates for x.name(), each with its class's name
+        self._guess_pools: dict[tuple[str, str, bool], list[tuple[_Def, str]]] = {}
         self._node_memo: dict[tuple[str, str], str] = {}
         self._include_dirs: list[str] | None = None
-        self._mention_names: dict[str, list[_Def]] | None = None
-        self._mention_quals: dict[str, list[_Def]] | None = None
+        self._mention_names: dict[str, _Def | None] | None = None
+        self._mention_quals: dict[str, _Def | None] | None = None
 
     def index_file(self, path: str) -> None:
         """Index a file's definitions (first of each qualified name) by name."""
@@ -321,6 +324,7 @@ class Index:
         self.index_file(path)
         self._ref_memo.clear()
         self._guess_memo.clear()
+        self._guess_pools.clear()
         self._node_memo.clear()
         self._mention_names = self._mention_quals = None
 
@@ -801,24 +805,29 @@ class Index:
             if isinstance(found, _Def) and self._kind(found) in want:
                 return _Hit(found, "unique-name", CONFIDENCE["unique-name"])
             return None
-        if want == TYPES:
-            candidates = [c for c in self.bare.get((family, name), ()) if self._kind(c) in want]
-        elif "method" in want:
-            candidates = list(
-                dict.fromkeys(self.definition(c) for c in self.methods.get((family, name), ()))
-            )
-        else:
+        if want != TYPES and "method" not in want:
             return None
         receiver = parts[-2].lstrip("_$").lower().replace("_", "")
         key = (family, receiver, name, want == TYPES)
         if key in self._guess_memo:
             return self._guess_memo[key]
+        types = key[3]
+        pool = self._guess_pools.get((family, name, types))
+        if pool is None:
+            if types:
+                candidates = [c for c in self.bare.get((family, name), ()) if self._kind(c) in want]
+            else:
+                candidates = list(
+                    dict.fromkeys(self.definition(c) for c in self.methods.get((family, name), ()))
+                )
+            pool = [(c, _class_word(c.qualname)) for c in candidates]
+            self._guess_pools[(family, name, types)] = pool
         hit = None
-        alike = [c for c in candidates if _alike(receiver, c.qualname)]
+        alike = [c for c, cls in pool if _alike_class(receiver, cls)] if len(receiver) >= 3 else []
         if len(alike) == 1:  # x.parse() with x a parser, and one class *Parser has parse
             hit = _Hit(alike[0], "unique-name", CONFIDENCE["unique-name"])
-        elif len(candidates) == 1 and name not in COMMON_METHODS:
-            hit = _Hit(candidates[0], "unique-name", METHOD_GUESS_CONFIDENCE)
+        elif len(pool) == 1 and name not in COMMON_METHODS:
+            hit = _Hit(pool[0][0], "unique-name", METHOD_GUESS_CONFIDENCE)
         self._guess_memo[key] = hit
         return hit
 
@@ -840,18 +849,21 @@ class Index:
             found = _path_ending(self, name)
             return _Hit(_Def(found, ""), "mention", certain) if found else None
         if self._mention_names is None:
-            self._mention_names = defaultdict(list)
-            self._mention_quals = defaultdict(list)
+            # name (qualified name) -> the one definition of it, None for several
+            names: dict[str, _Def | None] = {}
+            quals: dict[str, _Def | None] = {}
             for path in self.paths:
                 for q, d in self.defs[path].items():
                     if d.kind != "section":
-                        self._mention_names[d.name].append(_Def(path, q))
-                        self._mention_quals[q].append(_Def(path, q))
+                        target = _Def(path, q)
+                        names[d.name] = None if d.name in names else target
+                        quals[q] = None if q in quals else target
+            self._mention_names, self._mention_quals = names, quals
         assert self._mention_quals is not None
         if "." in name:
-            hits = self._mention_quals.get(name, [])
-            if len(hits) == 1:
-                return _Hit(hits[0], "mention", certain)
+            one = self._mention_quals.get(name)
+            if one is not None:
+                return _Hit(one, "mention", certain)
             module, _, rest = name, "", ""
             while "." in module or module:
                 paths = [p for p in self.py_modules.get(module, []) if p.endswith(".py")]
@@ -866,9 +878,9 @@ class Index:
                 module, _, last = module.rpartition(".")
                 rest = f"{last}.{rest}" if rest else last
             return None
-        hits = self._mention_names.get(name, [])
-        if len(hits) == 1:
-            return _Hit(hits[0], "mention", MENTION_NAME_CONFIDENCE)
+        one = self._mention_names.get(name)
+        if one is not None:
+            return _Hit(one, "mention", MENTION_NAME_CONFIDENCE)
         return None
 
 
@@ -1458,10 +1470,19 @@ REFERABLE = frozenset({"class", "interface", "type", "function", "method", "cons
 def _alike(receiver: str, qualname: str) -> bool:
     """Whether a receiver's name suggests the class of a method (``parser``
     and ``HTMLParser.feed``, ``conn`` and ``Connection.close``)."""
-    cls = qualname.rpartition(".")[0].rpartition(".")[2].lower()
-    if len(receiver) < 3 or not cls:
-        return False
-    return cls.endswith(receiver) or receiver.endswith(cls) or cls.startswith(receiver)
+    return len(receiver) >= 3 and _alike_class(receiver, _class_word(qualname))
+
+
+def _class_word(qualname: str) -> str:
+    """The name of a method's class, lower-cased ("" for a function)."""
+    return qualname.rpartition(".")[0].rpartition(".")[2].lower()
+
+
+def _alike_class(receiver: str, cls: str) -> bool:
+    """:func:`_alike` for a receiver of 3 characters or more and a class word."""
+    return bool(cls) and (
+        cls.endswith(receiver) or receiver.endswith(cls) or cls.startswith(receiver)
+    )
 
 
 def _parts(receiver: str, name: str) -> list[str] | None:
@@ -1795,61 +1816,88 @@ def _file(ix: Index, path: str, edges: _Edges, columns: dict[str, list[object]])
     """One file's nodes, and its contains, calls, references and documents edges."""
     facts = ix.files[path]
     file_id = ix.def_id(path, "")
-    row = (
-        file_id,
-        "file",
-        posixpath.basename(path),
-        "",
-        path,
-        facts.language,
-        1,
-        facts.lines,
-        "",
-        "",
-    )
-    for column, value in zip(_NODE_COLUMNS, row, strict=True):
-        columns[column].append(value)
+    language = facts.language
+    rows: list[tuple[object, ...]] = [
+        (file_id, "file", posixpath.basename(path), "", path, language, 1, facts.lines, "", "")
+    ]
     seen: set[tuple[str, str]] = set()
     own_defs = ix.defs[path]
+    add_edge = edges.add
     for d in facts.definitions:
         if (d.qualname, d.kind) in seen:
             continue
         seen.add((d.qualname, d.kind))
-        own = node_id(path, d.qualname, d.kind)
-        row = (
-            own,
-            d.kind,
-            d.name,
-            d.qualname,
-            path,
-            facts.language,
-            d.start_line,
-            d.end_line,
-            d.signature,
-            d.doc,
+        # the first definition of a name is the one lookups find: its id is remembered
+        own = (
+            ix.def_id(path, d.qualname)
+            if own_defs[d.qualname] is d
+            else node_id(path, d.qualname, d.kind)
         )
-        for column, value in zip(_NODE_COLUMNS, row, strict=True):
-            columns[column].append(value)
+        rows.append(
+            (
+                own,
+                d.kind,
+                d.name,
+                d.qualname,
+                path,
+                language,
+                d.start_line,
+                d.end_line,
+                d.signature,
+                d.doc,
+            )
+        )
         src = ix.def_id(path, d.parent) if d.parent and d.parent in own_defs else file_id
-        edges.add(src, own, "contains", "syntax", 1.0, 0, path)
+        add_edge(src, own, "contains", "syntax", 1.0, 0, path)
+    for column, values in zip(_NODE_COLUMNS, zip(*rows, strict=True), strict=True):
+        columns[column].extend(values)
+
+    nodes: dict[str, str] = {}  # scope -> the id of its node
+
+    def scope_node(scope: str) -> str:
+        found = nodes.get(scope)
+        if found is None:
+            found = nodes[scope] = ix.scope_node(path, scope)
+        return found
 
     def add(src: str, kind: str, hit: _Hit, line: int) -> None:
         _add_hit(ix, edges, path, src, kind, hit, line)
 
-    memo: dict[tuple[str, str, str], _Hit | None] = {}
+    # The hot loop (a call every few lines): _Edges.add and scope_node inlined.
+    # A call's target depends on its scope only through what the scope binds:
+    # calls alike from scopes alike are looked up once (_Scopes).
+    scopes = _Scopes(ix, path)
+    memo: dict[tuple[str, str, str], _EdgeTo | Literal[False]] = {}  # False: no edge
+    shared: dict[tuple[object, str, str], _EdgeTo | Literal[False]] = {}
+    edge_rows = edges.rows
     for call in facts.calls:
-        key = (call.scope, call.receiver, call.name)
-        if key in memo:
-            hit = memo[key]
-        else:
-            parts = _parts(call.receiver, call.name)
-            if parts is None:
-                hit = ix.guess(path, ["?", call.name], CALLABLE) if call.name else None
-            else:
-                hit = ix.lookup(path, call.scope, parts, CALLABLE)
-            memo[key] = hit
-        if hit is not None:
-            add(ix.scope_node(path, call.scope), "calls", hit, call.line)
+        scope = call.scope
+        key = (scope, call.receiver, call.name)
+        target = memo.get(key)
+        if target is None:
+            parts = scopes.parts(call.receiver, call.name)
+            alike = (scopes.key(scope, parts[0]) if parts else "", call.receiver, call.name)
+            target = shared.get(alike)
+            if target is None:
+                if parts is None:
+                    hit = ix.guess(path, ["?", call.name], CALLABLE) if call.name else None
+                else:
+                    hit = ix.lookup(path, scope, parts, CALLABLE)
+                target = shared[alike] = False if hit is None else _edge_target(ix, hit)
+            memo[key] = target
+        if target is False:
+            continue
+        # as _add_hit does (a call to itself is recursion: kept)
+        dst, reason, confidence, external = target
+        caller = nodes.get(scope)
+        if caller is None:
+            caller = nodes[scope] = ix.scope_node(path, scope)
+        edge = (caller, "calls", dst, call.line)
+        old = edge_rows.get(edge)
+        if old is None or confidence > old[0]:
+            edge_rows[edge] = (confidence, reason, path)
+        if external is not None:
+            edges.externals[path].add(external)
     for ref in facts.references:
         parts = _dotted(ref.name)
         if parts is None:
@@ -1857,7 +1905,7 @@ def _file(ix: Index, path: str, edges: _Edges, columns: dict[str, list[object]])
         hit = ix.lookup(path, ref.scope, parts, REFERABLE, guess=TYPES)
         if hit is None or isinstance(hit.target, _Ext):
             continue
-        add(ix.scope_node(path, ref.scope), "references", hit, ref.line)
+        add(scope_node(ref.scope), "references", hit, ref.line)
     for mention in facts.mentions:
         section = own_defs.get(mention.section)
         if section is None or section.kind != "section":
@@ -1865,6 +1913,78 @@ def _file(ix: Index, path: str, edges: _Edges, columns: dict[str, list[object]])
         hit = ix.mentioned(mention.name)
         if hit is not None:
             add(ix.def_id(path, section.qualname), "documents", hit, mention.line)
+
+
+class _Scopes:
+    """Which scopes of one file resolve a name alike (for Python, whose
+    lookups the steps above make depend on the scope only through the
+    definitions nested in it and its enclosing functions, their imports,
+    star imports, and, for ``self``/``cls``/``super``, the enclosing
+    class): a key equal for two scopes means the same answer for any name
+    with that head. Other languages' scopes are their own keys."""
+
+    def __init__(self, ix: Index, path: str) -> None:
+        self.ix = ix
+        self.path = path
+        self.python = ix.lang[path] == "python"
+        self._keys: dict[tuple[str, bool], object] = {}
+        self._parts: dict[tuple[str, str], list[str] | None] = {}
+        self._parents: set[str] | None = None
+
+    def parts(self, receiver: str, name: str) -> list[str] | None:
+        """:func:`_parts`, once per receiver and name."""
+        key = (receiver, name)
+        if key in self._parts:
+            return self._parts[key]
+        found = self._parts[key] = _parts(receiver, name)
+        return found
+
+    def key(self, scope: str, head: str) -> object:
+        if not self.python or not scope:
+            return scope
+        selfish = head in PYTHON_SELF or head in SUPER_WORDS
+        key = (scope, selfish)
+        found = self._keys.get(key)
+        if found is None:
+            if selfish:
+                found = ("class", self.ix.enclosing_class(self.path, scope))
+            else:
+                found = scope if self._binds(scope) else ""
+            self._keys[key] = found
+        return found
+
+    def _binds(self, scope: str) -> bool:
+        """Whether a scope of the chain may bind a name: a function (or the
+        class the lookup is made in) with definitions nested in it, an import
+        or a star import made in it."""
+        ix, path = self.ix, self.path
+        own = ix.defs[path]
+        if self._parents is None:
+            self._parents = {q.rpartition(".")[0] for q in own if "." in q}
+        bindings = ix.bindings[path]
+        stars = ix.stars[path]
+        for s in ix.scopes(scope):
+            if s in bindings or stars.get(s):
+                return True
+            d = own.get(s)
+            if (
+                d is not None
+                and s in self._parents
+                and (d.kind in FUNCTIONS or (s == scope and d.kind in TYPES))
+            ):
+                return True
+        return False
+
+
+_EdgeTo = tuple[str, str, float, "str | None"]
+
+
+def _edge_target(ix: Index, hit: _Hit) -> _EdgeTo:
+    """``(dst, reason, confidence, external module or None)`` of an edge to ``hit``."""
+    if isinstance(hit.target, _Ext):
+        name = hit.target.name
+        return external_id(name), hit.reason, hit.confidence, name
+    return ix.def_id(hit.target.path, hit.target.qualname), hit.reason, hit.confidence, None
 
 
 def _add_hit(

@@ -14,6 +14,8 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-
 def cjk_grams(text: str) -> list[str]:
     """Overlapping character bigrams of every CJK run (a lone character stays a
     unigram): CJK text has no spaces, so words are matched by their bigrams."""
+    if text.isascii():  # most text, and str knows it without a scan
+        return []
     grams: list[str] = []
     for run in _CJK.findall(text):
         if len(run) == 1:
