@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from pathlib import Path
+
+import pytest
 
 from gitmem.memory.api import Memory
 from gitmem.memory.describe import short_id
@@ -124,7 +127,13 @@ def test_free_text_ranking_and_all(store: Path) -> None:
     assert nothing.decisions == () and "_No decisions match._" in nothing.to_markdown()
 
 
-def test_free_text_related_events(store: Path) -> None:
+def test_free_text_related_events(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Related events are the nearest in time: a clock that steps one second
+    # a reading keeps a loaded machine's pauses from reordering them.
+    from gitmem.storage import clock
+
+    readings = itertools.count(clock.wall_us(), 1_000_000)
+    monkeypatch.setattr(clock, "wall_us", lambda: next(readings))
     with Memory.open(store) as mem:
         capsule = mem.open_capsule("workflow", "pick a queue", session="q")
         before = mem.note("compared rabbitmq and redis streams", capsule=capsule.id, session="q")
