@@ -209,10 +209,37 @@ class FullText:
         found.sort(key=lambda hit: (-hit[1], hit[0]))
         return found
 
+    def scores_of(
+        self, text: str, ids: Sequence[str], *, advanced: bool = False
+    ) -> dict[int, float]:
+        """key64 -> BM25 score of the documents ``ids`` for ``text``, exactly as
+        :meth:`search_keys` would score them; documents the query does not
+        match are absent. (Hybrid search scores the vector side's candidates
+        with it, wherever they rank in full text.)"""
+        import tantivy as t
+
+        if not ids:
+            return {}
+        index = self._index
+        only = t.Query.term_set_query(index.schema, "id", list(ids))
+        # A must-match clause scored 0 restricts the query without changing its scores.
+        restrict = t.Query.const_score_query(only, 0.0)
+        hits = self._hits(index.searcher(), text, len(ids), advanced, restrict)
+        return {key: score for key, score, _addr in hits}
+
     def _hits(
-        self, searcher: tantivy.Searcher, text: str, limit: int, advanced: bool
+        self,
+        searcher: tantivy.Searcher,
+        text: str,
+        limit: int,
+        advanced: bool,
+        restrict: tantivy.Query | None = None,
     ) -> list[tuple[int, float, tantivy.DocAddress]]:
+        import tantivy as t
+
         query = self._query(text, advanced)
+        if query is not None and restrict is not None:
+            query = t.Query.boolean_query([(t.Occur.Must, query), (t.Occur.Must, restrict)])
         # Tantivy sizes its top-k heap by the limit and aborts the process
         # (SIGABRT) on absurd ones: never ask for more than there are documents.
         limit = min(limit, searcher.num_docs)
