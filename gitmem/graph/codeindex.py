@@ -76,7 +76,7 @@ CODE_DIR = "code"
 """The code index's directory inside a graph generation."""
 CHUNKS_DIR = "chunks"
 META_FILE = "code.json"
-CODE_INDEX_VERSION = 2
+CODE_INDEX_VERSION = 3  # 3: the full text has a head field (path and symbol)
 CHUNK_ORDER = ["path", "start_line", "end_line", "id"]
 # Fixed, so that the same rows give the same bytes: dictionaries only for the
 # few-valued columns (texts and ids make poor ones, and trying costs), no

@@ -8,7 +8,17 @@ queries. Three fields hold each event's text:
 * ``words``: the same words unstemmed, for typo-tolerant fuzzy matching of
   query words the index has never seen;
 * ``cjk``: character bigrams of Chinese, Japanese and Korean runs, which have
-  no spaces between words.
+  no spaces between words;
+* ``head``: the text's first line, analysed as ``text``: the event's most
+  telling field comes first (a commit's subject, a decision's key, a
+  checkpoint's summary, a learning's topic; see
+  :mod:`gitmem.memory.describe`), so a query word found there counts once
+  more (BM25 of ``text`` plus BM25 of ``head``, weight :data:`HEAD_WEIGHT`).
+  On the commits development set this took full text from MRR@10 0.717 to
+  0.741 (0.744 at weight 0.5); on conversation turns, one line each, it
+  changes nothing but the relative weight of typo matches (recall@10 0.580
+  and 0.578). Weighting repeated query words by their count was tried too:
+  +1.3 MRR for full text alone, -0.5 for hybrid search; not kept.
 
 User text never reaches Tantivy's query parser: it is run through the same
 analyzers the index used and turned into term and fuzzy-term queries, so no
@@ -36,6 +46,7 @@ FUZZY_WEIGHT = 0.2  # a fuzzy match (flat score) counts for less than the exact 
 CLOSE_WEIGHT = 0.8  # a vocabulary word within the typo distance, scored by BM25
 CLOSE_TERMS = 3  # at most this many close words per unknown query word
 _HEAP = 64_000_000
+HEAD_WEIGHT = 1.0  # a query word in the first line counts once more (see the module docstring)
 
 
 @dataclass(frozen=True)
@@ -79,6 +90,7 @@ def _schema() -> tantivy.Schema:
     builder.add_text_field("text", tokenizer_name="gm_stem")
     builder.add_text_field("words", tokenizer_name="gm_word", index_option="basic")
     builder.add_text_field("cjk", tokenizer_name="gm_cjk")
+    builder.add_text_field("head", tokenizer_name="gm_stem")
     return builder.build()
 
 
@@ -141,6 +153,7 @@ class FullText:
                 document.add_unsigned("key", doc.key)
                 document.add_text("text", doc.text)
                 document.add_text("words", doc.text)
+                document.add_text("head", head_line(doc.text))
                 grams = cjk_grams(doc.text)
                 if grams:
                     document.add_text("cjk", " ".join(grams))
@@ -165,12 +178,14 @@ class FullText:
         schema = index.schema
         if advanced:
             query, _errors = index.parse_query_lenient(
-                text, ["text", "cjk"], fuzzy_fields={"words": (False, 1, True)}
+                text, ["text", "head", "cjk"], fuzzy_fields={"words": (False, 1, True)}
             )
             return query
         clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
         for term in sorted(set(self.analyzers["gm_stem"].analyze(text))):
             clauses.append((t.Occur.Should, t.Query.term_query(schema, "text", term)))
+            head = t.Query.term_query(schema, "head", term)
+            clauses.append((t.Occur.Should, t.Query.boost_query(head, HEAD_WEIGHT)))
         searcher = index.searcher()
         for word in sorted(set(self.analyzers["gm_word"].analyze(text))):
             # Only words the index has never seen may be typos: fuzzy matches
@@ -261,6 +276,11 @@ class FullText:
             for key, (score, addr) in zip(keys, hits, strict=True)
             if key is not None
         ]
+
+
+def head_line(text: str) -> str:
+    """The first line of an event's text (its ``head`` field)."""
+    return text.split("\n", 1)[0]
 
 
 def _close_terms(searcher: tantivy.Searcher, word: str, distance: int) -> list[str]:
