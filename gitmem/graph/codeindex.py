@@ -814,6 +814,7 @@ class CodeIndex:
         self._embedder: Embedder | None = None
         self._embedder_loaded = False
         self._rows: dict[int, int] | None = None
+        self._sample: NDArray[np.float32] | None = None  # the fusion floor's unit vectors
 
     @classmethod
     def open(
@@ -850,7 +851,7 @@ class CodeIndex:
         if self._vectors is not None:
             self._vectors.close()
         self._fulltext = self._vectors = self._embedder = None
-        self._rows = None
+        self._rows = self._sample = None
 
     def __enter__(self) -> CodeIndex:
         return self
@@ -1046,12 +1047,19 @@ class CodeIndex:
         import numpy as np
 
         assert self.vectors is not None
-        keys = np.asarray(self.table.column("key").to_numpy(), dtype=np.uint64)
-        if allowed is not None:
-            keys = keys[sorted(allowed)]
-        chosen = fusions.sample(keys)
-        found = self.vectors.search(q, len(chosen), [int(k) for k in chosen])
-        return min((score for _k, score in found), default=0.0)
+        if allowed is None and self._sample is not None:
+            matrix = self._sample
+        else:
+            keys = np.asarray(self.table.column("key").to_numpy(), dtype=np.uint64)
+            if allowed is not None:
+                keys = keys[sorted(allowed)]
+            matrix = fusions.unit_rows(self.vectors, fusions.sample(keys))
+            if allowed is None:
+                self._sample = matrix
+        if not len(matrix):
+            return 0.0
+        norm = max(float(np.linalg.norm(q)), 1e-12)
+        return float(np.min(matrix @ np.asarray(q, dtype=np.float32))) / norm
 
     def _vector_scores(self, q: NDArray[np.float32], rows: Sequence[int]) -> dict[int, float]:
         """row -> cosine of these chunks (absent: the chunk has no vector)."""

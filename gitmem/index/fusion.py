@@ -56,6 +56,8 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
+    from gitmem.index.vectors import Vectors
+
 FUSIONS = ("score", "rrf")
 DEFAULT_FUSION = "score"
 RRF_K = 60
@@ -108,6 +110,25 @@ def sample(keys: NDArray[np.uint64]) -> NDArray[np.uint64]:
     if len(keys) > FLOOR_SAMPLE:
         keys = np.partition(keys, FLOOR_SAMPLE - 1)[:FLOOR_SAMPLE]
     return np.sort(keys)
+
+
+def unit_rows(vectors: Vectors, keys: NDArray[np.uint64]) -> NDArray[np.float32]:
+    """The stored vectors of ``keys`` (those that have one), scaled to unit
+    length: their dot product with a query is its cosine times the query's norm."""
+    import numpy as np
+
+    present = np.asarray(
+        [k for k, ok in zip(keys.tolist(), vectors.contains(keys.tolist()), strict=True) if ok],
+        dtype=np.uint64,
+    )
+    if not len(present):
+        return np.zeros((0, vectors.dim), dtype=np.float32)
+    rows = np.asarray(vectors.index.get(present), dtype=np.float32)
+    rows = rows.reshape(len(present), vectors.dim)
+    norms = np.linalg.norm(rows, axis=1)
+    norms[norms == 0] = 1.0
+    unit: NDArray[np.float32] = rows / norms[:, None]
+    return unit
 
 
 @dataclass

@@ -46,7 +46,9 @@ TIME_WORDS = frozenset(
 )
 """Words by which a query asks for what is new: recency then counts (see :func:`asks_about_time`)."""
 _WORDS = re.compile(r"\w+")
-_KEYS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()  # view -> key64 array
+# per open view: its key64 column as one array, and the floor sample's unit vectors
+_KEYS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_SAMPLES: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -305,10 +307,18 @@ def _allowed_keys(view: Any, allowed: Any) -> list[int] | None:
 def _vector_floor(view: Any, q: Any, allowed: Any) -> float:
     """The lowest cosine among a fixed sample of the allowed events (see
     :mod:`gitmem.index.fusion`): the cosine that normalises to 0."""
-    keys = _keys(view)
-    chosen = fusions.sample(keys if allowed is None else keys[allowed])
-    found = view.vectors.search(q, len(chosen), [int(k) for k in chosen])
-    return min((score for _k, score in found), default=0.0)
+    import numpy as np
+
+    if allowed is None:
+        matrix = _SAMPLES.get(view)
+        if matrix is None:
+            matrix = _SAMPLES[view] = fusions.unit_rows(view.vectors, fusions.sample(_keys(view)))
+    else:
+        matrix = fusions.unit_rows(view.vectors, fusions.sample(_keys(view)[allowed]))
+    if not len(matrix):
+        return 0.0
+    norm = max(float(np.linalg.norm(q)), 1e-12)
+    return float(np.min(matrix @ np.asarray(q, dtype=np.float32))) / norm
 
 
 def _vector(view: Any, q: Any, depth: int, allowed: Any) -> list[tuple[int, float]]:
