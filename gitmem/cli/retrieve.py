@@ -100,7 +100,7 @@ def search(
     code_index: Annotated[Path | None, Parameter(show=False)] = None,
     common: Common = DEFAULT_COMMON,
 ) -> Output:
-    """Search memory: full text and meaning, fused, with a little recency.
+    """Search memory: full text and meaning, fused by their scores; newer first on a tie.
 
     Filters narrow what is searched before ranking. With --code it searches
     the code instead (the code graph's chunks: functions, classes, Markdown
@@ -127,7 +127,8 @@ def search(
     explain
         Show each score's parts and where a hit came from.
     now
-        The time recency and --since/--until count from (reproducible output).
+        The time --since/--until and recency count from (recency weighs in only for queries
+        asking for the latest; otherwise it breaks ties).
     code_index
         Read the code index in this directory instead of the code graph's (tests, tools).
     """
