@@ -148,7 +148,9 @@ class Side(Generic[K]):
     vector: bool = False
     reference: Callable[[], float] | None = None  # the floor, computed once (vector side)
     ranked: list[tuple[K, float]] = field(default_factory=list)
-    complete: bool = False
+    complete: bool = False  # reading deeper would bring no more candidates
+    exhausted: bool = False  # every allowed item the engine scores at all was read
+    last: float | None = None  # the best raw score an item left out of ``ranked`` may have
     top: float = 0.0
     floor: float = 0.0
     scores: dict[K, float] = field(default_factory=dict)
@@ -156,14 +158,21 @@ class Side(Generic[K]):
     def fetch(self, depth: int) -> None:
         """Read the engine's best ``depth``."""
         found = self.read(depth)
-        # complete: every allowed item that may be a candidate was returned
-        self.complete = len(found) < depth or (self.vector and found[-1][1] < MIN_COSINE)
+        self.ranked = [(i, s) for i, s in found if not self.vector or s >= MIN_COSINE]
+        self.scores.update(self.ranked)
+        self.exhausted = len(found) < depth
+        # A vector read below the cut is no candidate, yet as a full-text
+        # candidate it gets its cosine: the best of those bounds what is left.
+        cut = len(self.ranked) < len(found)
+        if cut:
+            self.last = found[len(self.ranked)][1]
+        else:
+            self.last = None if self.exhausted or not found else found[-1][1]
+        self.complete = self.exhausted or cut  # reading deeper brings no candidate
         self.top = found[0][1] if found else 0.0
         if self.reference is not None:
             floor, self.reference = self.reference(), None
             self.floor = min(floor, self.top)
-        self.ranked = [(i, s) for i, s in found if not self.vector or s >= MIN_COSINE]
-        self.scores.update(self.ranked)
 
     def normalised(self, raw: float | None) -> float:
         """``raw`` on the 0..1 scale (None: no score, 0)."""
@@ -175,12 +184,8 @@ class Side(Generic[K]):
         return min(1.0, max(0.0, (raw - self.floor) / span))
 
     def bound(self) -> float:
-        """The most an item this side has not returned can normalise to."""
-        if not self.ranked or self.complete:
-            # every allowed item above the cut was returned; below it a vector
-            # normalises to at most its cut, and full text matches nothing more
-            return self.normalised(MIN_COSINE) if self.vector else 0.0
-        return self.normalised(self.ranked[-1][1])
+        """The most an item this side did not return as a candidate can normalise to."""
+        return self.normalised(self.last)
 
 
 @dataclass
