@@ -638,6 +638,8 @@ def test_search_code_through_the_cli(repo_with_memory: Path, built: Path) -> Non
         "lexical_bm25",
         "vector_rank",
         "vector_cosine",
+        "lexical",
+        "vector",
         "relevance",
     }
     code, out, err = cli(

@@ -7,6 +7,7 @@ embeddings come from the default offline ("static") embedder.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -32,6 +33,7 @@ from gitmem.retrieval.search import (
     RELEVANCE_WEIGHT,
     RRF_K,
     SearchResult,
+    asks_about_time,
     recency,
     search,
 )
@@ -462,33 +464,95 @@ def varied(tmp_path: Path) -> Iterator[tuple[Path, IndexView]]:
         yield repo, view
 
 
+def _ranking(result: SearchResult) -> list[tuple[Any, ...]]:
+    """What a result ranks and scores: each hit's id, score and engines' raw
+    scores (the ranks say where an item was in each engine's candidate list,
+    so they depend on how deep that list was read)."""
+    return [
+        (h.event.id, round(h.score, 9), h.lexical_score, h.vector_score, h.lexical, h.vector)
+        for h in result.hits
+    ]
+
+
+@pytest.mark.parametrize("fusion", ["score", "rrf"])
 @pytest.mark.parametrize("mode", ["hybrid", "lexical", "vector"])
 def test_scores_do_not_depend_on_the_candidate_limit(
-    varied: tuple[Path, IndexView], mode: str
+    varied: tuple[Path, IndexView], mode: str, fusion: str
 ) -> None:
     _repo, view = varied
     for query in ("cache retry", "database migration rollback", "worker"):
-        few = search(view, query, mode=mode, limit=10, candidates=50, now=NOW)
-        many = search(view, query, mode=mode, limit=10, candidates=500, now=NOW)
+        few = search(view, query, mode=mode, limit=10, candidates=50, now=NOW, fusion=fusion)
+        many = search(view, query, mode=mode, limit=10, candidates=500, now=NOW, fusion=fusion)
         assert len(few.hits) == 10
-        assert [h.to_json() for h in few.hits] == [h.to_json() for h in many.hits]
-        assert [h.score for h in few.hits] == [h.score for h in many.hits]
-        top3 = search(view, query, mode=mode, limit=3, now=NOW)
-        top10 = search(view, query, mode=mode, limit=10, now=NOW)
+        if fusion == "rrf":  # ranks are its scores: they must agree too
+            assert [h.to_json() for h in few.hits] == [h.to_json() for h in many.hits]
+        assert _ranking(few) == _ranking(many)
+        top3 = search(view, query, mode=mode, limit=3, now=NOW, fusion=fusion)
+        top10 = search(view, query, mode=mode, limit=10, now=NOW, fusion=fusion)
         assert [h.to_json() for h in top3.hits] == [h.to_json() for h in top10.hits[:3]]
+    if fusion == "score":
+        # Even lists far shorter than the result: they are read deeper until
+        # nothing unread can reach the top, and every hit is scored by both engines.
+        for query in ("cache retry", "flaky network test"):
+            short = search(view, query, mode=mode, limit=20, candidates=3, now=NOW)
+            deep = search(view, query, mode=mode, limit=20, candidates=300, now=NOW)
+            assert _ranking(short) == _ranking(deep)
 
 
 def test_score_formula(varied: tuple[Path, IndexView]) -> None:
     _repo, view = varied
-    for hit in search(view, "flaky network test", limit=20, now=NOW).hits:
+    whole = search(view, "flaky network test", limit=300, now=NOW)
+    lexical = search(view, "flaky network test", limit=300, now=NOW, mode="lexical")
+    vector = search(view, "flaky network test", limit=300, now=NOW, mode="vector")
+    bm25_top = max(h.lexical_score or 0 for h in lexical.hits)
+    cos_top = max(h.vector_score or 0 for h in vector.hits)
+    assert len(whole.hits) > 50
+    for hit in whole.hits:
+        assert hit.lexical == pytest.approx((hit.lexical_score or 0) / bm25_top)
+        assert hit.vector is not None and hit.vector_score is not None
+        assert 0 <= hit.vector <= 1 and (hit.vector == 1) == (hit.vector_score == cos_top)
+        assert hit.relevance == pytest.approx(0.5 * hit.lexical + 0.5 * hit.vector)
+        # recency only breaks ties: the score is the relevance
+        assert hit.recency == pytest.approx(recency(hit.event.time, NOW))
+        assert hit.score == hit.relevance
+    # the vector scale is linear in the cosine: the floor is where it reaches 0
+    above = [h for h in whole.hits if h.vector and h.vector < 1]
+    a, b = above[0], above[-1]
+    assert a.vector_score is not None and b.vector_score is not None and a.vector and b.vector
+    slope = (a.vector - b.vector) / (a.vector_score - b.vector_score)
+    assert (1 - a.vector) == pytest.approx(slope * (cos_top - a.vector_score))
+    # scored by both engines, wherever an event ranks in each
+    short = search(view, "flaky network test", limit=10, candidates=5, now=NOW)
+    assert any(h.lexical_rank is None and h.lexical_score for h in short.hits) or any(
+        h.vector_rank is None and h.vector_score for h in short.hits
+    )
+    assert _ranking(short) == _ranking(whole)[:10]
+
+
+def test_rrf_score_formula(varied: tuple[Path, IndexView]) -> None:
+    _repo, view = varied
+    for hit in search(view, "flaky network test", limit=20, now=NOW, fusion="rrf").hits:
         ranks = [r for r in (hit.lexical_rank, hit.vector_rank) if r]
         assert hit.relevance == pytest.approx(
             sum(1 / (RRF_K + r) for r in ranks) / (2 / (RRF_K + 1))
         )
-        assert hit.recency == pytest.approx(recency(hit.event.time, NOW))
-        assert hit.score == pytest.approx(
-            RELEVANCE_WEIGHT * hit.relevance + RECENCY_WEIGHT * hit.recency
-        )
+        assert hit.score == hit.relevance and hit.lexical is None and hit.vector is None
+    with pytest.raises(UsageError):
+        search(view, "flaky", fusion="borda")
+
+
+def test_full_text_scores_of_given_documents_match_its_search(
+    varied: tuple[Path, IndexView],
+) -> None:
+    _repo, view = varied
+    for query in ("flaky network test", "cache", "retyr timout"):
+        found = view.fulltext.search(query, 1000)
+        assert found
+        ids = [eid for eid, _s in found[::3]] + ["0" * 32]  # and one that is not there
+        scored = view.fulltext.scores_of(query, ids)
+        expected = {int(eid[:16], 16): s for eid, s in found[::3]}
+        assert scored == pytest.approx(expected)
+        assert view.fulltext.scores_of(query, []) == {}
 
 
 def test_a_filter_does_not_change_vector_scores(varied: tuple[Path, IndexView]) -> None:
@@ -621,7 +685,58 @@ def test_cli_now_changes_recency(tmp_path: Path) -> None:
     assert at_t0["components"]["recency"] == 1.0
     assert month["components"]["recency"] == 0.5
     assert 0.5 < iso["components"]["recency"] < 1.0
-    assert at_t0["score"] > month["score"]
+    # recency only breaks ties, unless the query asks about time
+    assert at_t0["score"] == month["score"]
+    latest = [
+        cli_json(repo, "search", "latest nebula", "--now", when)["hits"][0]
+        for when in (str(T0), str(T0 + 30 * DAY_US))
+    ]
+    assert latest[0]["score"] > latest[1]["score"]
+    assert latest[0]["score"] == pytest.approx(
+        RELEVANCE_WEIGHT * latest[0]["components"]["relevance"] + RECENCY_WEIGHT * 1.0, abs=1e-6
+    )
+
+
+def test_recency_counts_in_whole_days(tmp_path: Path) -> None:
+    assert recency(T0, T0 + DAY_US - 1) == 1.0
+    assert recency(T0, T0 + 30 * DAY_US) == 0.5
+    assert recency(T0, T0 + 30 * DAY_US + DAY_US - 1) == 0.5
+    assert recency(T0 + DAY_US, T0) == 1.0  # the future counts as now
+    assert asks_about_time("what is the LATEST pool size?")
+    assert asks_about_time("what changed recently")
+    assert not asks_about_time("when did we move to postgres")  # its answer may be old
+    assert not asks_about_time("the test now passes")
+
+
+def test_order_does_not_depend_on_when_the_query_runs(tmp_path: Path) -> None:
+    """Without --now, "now" is the clock: runs seconds, hours or days apart
+    must give the same order. Recency only breaks ties (newer first, by the
+    events' own times), so near-ties of the relevance cannot flip with it."""
+    repo = scratch_repo(tmp_path / "repo")
+    # 650 to 850 days old: a recency term of 1e-8 to 1e-10, which used to round
+    # two equal relevances apart at one moment and together (ids decide) at the next
+    old = NOW - 850 * DAY_US
+    with Memory.open(repo) as mem:
+        mem.append_many(
+            [
+                Draft("note", {"text": f"the quasar flickers {'again ' * (i % 3)}"}, time=t)
+                for i, t in enumerate(old + k * 60 * HOUR for k in range(80))
+            ]
+        )
+    with IndexView.open(repo) as view:
+        for mode in ("hybrid", "lexical", "vector"):
+            runs = {
+                tuple(hit_ids(search(view, "quasar flickers", limit=80, now=now, mode=mode)))
+                for now in range(NOW, NOW + 3 * DAY_US, HOUR)
+            }
+            assert len(runs) == 1, mode
+            (order,) = runs
+            unpinned = search(view, "quasar flickers", limit=80, mode=mode)
+            assert tuple(hit_ids(unpinned)) == order
+            # equal relevances: the newer event first
+            hits = unpinned.hits
+            for a, b in itertools.pairwise(hits):
+                assert round(a.relevance, 9) > round(b.relevance, 9) or a.event.time >= b.event.time
 
 
 def test_newer_of_two_identical_events_ranks_first_even_a_day_apart(tmp_path: Path) -> None:
@@ -663,12 +778,11 @@ def test_explain_shows_ranks_formula_and_provenance(tmp_path: Path) -> None:
     assert code == 0, err
     lines = out.splitlines()
     first = next(i for i, line in enumerate(lines) if f"[{note.id[:12]}]" in line)
-    block = "\n".join(lines[first + 1 : first + 5])
-    assert "lexical #1 (bm25 " in block and f"-> 1/({RRF_K}+1)" in block
+    block = "\n".join(lines[first + 1 : first + 6])
+    assert "lexical #1 (bm25 " in block and "-> 1.0000 on its 0..1 scale" in block
     assert "vector #" in block and "(cosine " in block
-    assert (
-        f"= {RELEVANCE_WEIGHT} x relevance " in block and f"+ {RECENCY_WEIGHT} x recency " in block
-    )
+    assert "relevance " in block and "= 0.5 x lexical 1.0000 + 0.5 x vector " in block
+    assert "= relevance; recency " in block and "only breaks ties" in block
     assert f"from event {note.id[:12]} on main (memory commit {note.commit[:12]})" in block
     assert f"capsule {cap.id[:12]}" in block
     assert f"code commit {sha[:12]}" in block

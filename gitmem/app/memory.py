@@ -89,7 +89,7 @@ class Memory(Store):
         mode: Literal["hybrid", "lexical", "vector"] = "hybrid",
         now: int | None = None,
     ) -> SearchResult:
-        """Hybrid search (full text and meaning, fused, with a little recency);
+        """Hybrid search (full text and meaning, fused by their scores, newer first on a tie);
         the index is built or refreshed first when memory has moved."""
         from gitmem.index.view import IndexView
         from gitmem.retrieval.search import search

@@ -74,7 +74,7 @@ def search(
     mode: Literal["hybrid", "lexical", "vector"] = "hybrid",
     advanced: bool = False,
 ) -> SearchResult:
-    """Full text and meaning, fused, with a little recency; filters narrow
+    """Full text and meaning, fused by their scores (newer first on a tie); filters narrow
     what is searched before ranking. ``advanced`` passes the query to
     Tantivy's syntax (field:value, AND, "phrases"); otherwise any text is safe."""
     with open_view(repo) as view:

@@ -100,7 +100,7 @@ def search(
     code_index: Annotated[Path | None, Parameter(show=False)] = None,
     common: Common = DEFAULT_COMMON,
 ) -> Output:
-    """Search memory: full text and meaning, fused, with a little recency.
+    """Search memory: full text and meaning, fused by their scores; newer first on a tie.
 
     Filters narrow what is searched before ranking. With --code it searches
     the code instead (the code graph's chunks: functions, classes, Markdown
@@ -127,7 +127,8 @@ def search(
     explain
         Show each score's parts and where a hit came from.
     now
-        The time recency and --since/--until count from (reproducible output).
+        The time --since/--until and recency count from (recency weighs in only for queries
+        asking for the latest; otherwise it breaks ties).
     code_index
         Read the code index in this directory instead of the code graph's (tests, tools).
     """
@@ -241,40 +242,53 @@ def _code_lines(rank: int, hit: CodeHit, explain: bool) -> list[str]:
 
 
 def _explain_code(hit: CodeHit) -> list[str]:
-    from gitmem.index.fusion import RRF_K
+    return [*_explain_engines(hit, hit.score), "(no recency for code)"]
 
-    lex = (
-        f"lexical #{hit.lexical_rank} (bm25 {hit.lexical_score:.3f}) -> 1/({RRF_K}+{hit.lexical_rank})"
-        if hit.lexical_rank
-        else "lexical: no match"
+
+def _explain_engines(hit: Hit | CodeHit, relevance: float) -> list[str]:
+    """Each engine's rank and raw score, and how they made the ``relevance``."""
+    from gitmem.index.fusion import LEXICAL_WEIGHT, RRF_K, VECTOR_WEIGHT
+
+    engines = (
+        ("lexical", "bm25", hit.lexical_rank, hit.lexical_score, hit.lexical, LEXICAL_WEIGHT),
+        ("vector", "cosine", hit.vector_rank, hit.vector_score, hit.vector, VECTOR_WEIGHT),
     )
-    vec = (
-        f"vector #{hit.vector_rank} (cosine {hit.vector_score:.3f}) -> 1/({RRF_K}+{hit.vector_rank})"
-        if hit.vector_rank
-        else "vector: no match"
-    )
-    return [lex, vec, f"score {hit.score:.4f} = relevance (no recency for code)"]
+    if hit.lexical is None and hit.vector is None:  # reciprocal rank fusion
+        lines = [
+            f"{name} #{rank} ({what} {raw:.3f}) -> 1/({RRF_K}+{rank})"
+            if rank and raw is not None
+            else f"{name}: no match"
+            for name, what, rank, raw, _part, _weight in engines
+        ]
+        return [*lines, f"relevance {relevance:.4f} (reciprocal rank fusion)"]
+    lines, terms = [], []
+    asked = [e for e in engines if e[4] is not None]
+    total = sum(e[5] for e in asked)
+    for name, what, rank, raw, part, weight in engines:
+        if part is None or raw is None:
+            lines.append(f"{name}: no match")
+        else:
+            where = f"#{rank}" if rank else "beyond its candidates"
+            lines.append(f"{name} {where} ({what} {raw:.3f}) -> {part:.4f} on its 0..1 scale")
+        if part is not None:
+            terms.append(f"{weight / total:g} x {name} {part:.4f}")
+    return [*lines, f"relevance {relevance:.4f} = {' + '.join(terms)}"]
 
 
 def _explain(hit: Hit) -> list[str]:
-    from gitmem.retrieval.search import RECENCY_WEIGHT, RELEVANCE_WEIGHT, RRF_K
+    from gitmem.retrieval.search import RECENCY_WEIGHT, RELEVANCE_WEIGHT
 
-    lex = (
-        f"lexical #{hit.lexical_rank} (bm25 {hit.lexical_score:.3f}) -> 1/({RRF_K}+{hit.lexical_rank})"
-        if hit.lexical_rank
-        else "lexical: no match"
-    )
-    vec = (
-        f"vector #{hit.vector_rank} (cosine {hit.vector_score:.3f}) -> 1/({RRF_K}+{hit.vector_rank})"
-        if hit.vector_rank
-        else "vector: no match"
-    )
+    if hit.score != hit.relevance:  # the query asks about time
+        how = (
+            f"score {hit.score:.4f} = {RELEVANCE_WEIGHT} x relevance {hit.relevance:.4f}"
+            f" + {RECENCY_WEIGHT} x recency {hit.recency:.4f} (the query asks about time)"
+        )
+    else:
+        how = f"score {hit.score:.4f} = relevance; recency {hit.recency:.4f} only breaks ties"
     p = hit.provenance
     return [
-        lex,
-        vec,
-        f"score {hit.score:.4f} = {RELEVANCE_WEIGHT} x relevance {hit.relevance:.4f}"
-        f" + {RECENCY_WEIGHT} x recency {hit.recency:.4f}",
+        *_explain_engines(hit, hit.relevance),
+        how,
         f"from event {sid(p['event'])} on {p['branch'] or 'detached HEAD'}"
         f" (memory commit {p['memory_commit'][:SHORT_ID]})"
         + (f", capsule {sid(p['capsule'])}" if p.get("capsule") else "")

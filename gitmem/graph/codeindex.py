@@ -37,10 +37,10 @@ indexes are written, ``code.json`` says why vectors are missing, and vector
 search then warns and answers lexically.
 
 **Search** (:meth:`CodeIndex.query`) asks each engine for its best
-candidates and fuses the two ranked lists by reciprocal rank
-(:mod:`gitmem.index.fusion`, shared with memory search); there is no recency
-term. Ties break by path and line, so the same index and query give the same
-hits.
+candidates and fuses them as memory search does (:mod:`gitmem.index.fusion`:
+score-aware by default, every candidate scored by both engines; reciprocal
+rank fusion with ``fusion="rrf"``); there is no recency term. Ties break by
+path and line, so the same index and query give the same hits.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from gitmem.errors import GitmemError, IndexDamagedError, NotFoundError, UsageError
 from gitmem.graph.chunks import Chunk, name_words
-from gitmem.index import fusion
+from gitmem.index import fusion as fusions
 from gitmem.index.fulltext import FULLTEXT_DIR
 from gitmem.index.vectors import VECTORS_FILE, key64
 
@@ -76,7 +76,7 @@ CODE_DIR = "code"
 """The code index's directory inside a graph generation."""
 CHUNKS_DIR = "chunks"
 META_FILE = "code.json"
-CODE_INDEX_VERSION = 2
+CODE_INDEX_VERSION = 3  # 3: the full text has a head field (path and symbol)
 CHUNK_ORDER = ["path", "start_line", "end_line", "id"]
 # Fixed, so that the same rows give the same bytes: dictionaries only for the
 # few-valued columns (texts and ids make poor ones, and trying costs), no
@@ -697,13 +697,15 @@ class CodeHit:
     kind: str
     language: str
     body: str
-    score: float  # the normalised RRF relevance (1.0: first in every engine asked)
+    score: float  # the fused relevance (1.0: the best of every engine asked)
     id: str = ""
     context: tuple[str, ...] = ()
-    lexical_rank: int | None = None
-    lexical_score: float | None = None  # BM25
-    vector_rank: int | None = None
+    lexical_rank: int | None = None  # rank in full text's candidate list (None: not in it)
+    lexical_score: float | None = None  # BM25 (None: the query's words do not match it)
+    vector_rank: int | None = None  # rank in the vector candidate list (None: not in it)
     vector_score: float | None = None  # cosine similarity
+    lexical: float | None = None  # score fusion: the BM25 on its 0..1 scale
+    vector: float | None = None  # score fusion: the cosine on its 0..1 scale
 
     @property
     def lines(self) -> str:
@@ -754,6 +756,8 @@ class CodeHit:
                 else round(self.lexical_score, 4),
                 "vector_rank": self.vector_rank,
                 "vector_cosine": None if self.vector_score is None else round(self.vector_score, 4),
+                "lexical": None if self.lexical is None else round(self.lexical, 6),
+                "vector": None if self.vector is None else round(self.vector, 6),
                 "relevance": round(self.score, 6),
             },
         }
@@ -769,11 +773,13 @@ class CodeSearchResult:
     lexical_candidates: int = 0
     vector_candidates: int = 0
     warnings: list[str] = field(default_factory=list)
+    fusion: str = fusions.DEFAULT_FUSION
 
     def to_json(self) -> dict[str, Any]:
         return {
             "query": self.query,
             "mode": self.mode,
+            "fusion": self.fusion,
             "candidates": {"lexical": self.lexical_candidates, "vector": self.vector_candidates},
             "hits": [{"source": "code", **h.to_json()} for h in self.hits],
             "warnings": self.warnings,
@@ -805,6 +811,7 @@ class CodeIndex:
         self._embedder: Embedder | None = None
         self._embedder_loaded = False
         self._rows: dict[int, int] | None = None
+        self._sample: NDArray[np.float32] | None = None  # the fusion floor's unit vectors
 
     @classmethod
     def open(
@@ -841,7 +848,7 @@ class CodeIndex:
         if self._vectors is not None:
             self._vectors.close()
         self._fulltext = self._vectors = self._embedder = None
-        self._rows = None
+        self._rows = self._sample = None
 
     def __enter__(self) -> CodeIndex:
         return self
@@ -913,30 +920,42 @@ class CodeIndex:
         advanced: bool = False,
         embedder: Embedder | None = None,
         candidates: int | None = None,
+        fusion: str = fusions.DEFAULT_FUSION,
     ) -> CodeSearchResult:
         """Search the chunks: ``mode`` hybrid (full text and meaning), lexical
         or vector; ``paths`` keeps chunks of those files (exact, directory
         prefix or glob, as ``--path`` does), applied before the candidate
-        limits; ``embedder`` overrides the configured query embedder."""
+        limits; ``embedder`` overrides the configured query embedder;
+        ``fusion`` is ``score`` (default) or ``rrf`` (:mod:`gitmem.index.fusion`)."""
         if mode not in MODES:
             raise UsageError(f"search mode {mode!r} is not one of {', '.join(MODES)}")
+        if fusion not in fusions.FUSIONS:
+            raise UsageError(f"fusion {fusion!r} is not one of {', '.join(fusions.FUSIONS)}")
         if not 1 <= limit <= MAX_LIMIT:
             raise UsageError(f"the result limit must be between 1 and {MAX_LIMIT:,}, not {limit:,}")
-        result = CodeSearchResult(query, mode, [])
+        result = CodeSearchResult(query, mode, [], fusion=fusion)
         if not query.strip() or len(self) == 0:
             return result
         allowed = self._allowed(paths)
         if allowed is not None and not allowed:
             return result
         pool = candidates or max(limit * 5, 50)
-        lexical: list[tuple[int, float]] = []
-        vector: list[tuple[int, float]] = []
-        if mode in ("hybrid", "lexical"):
-            lexical = self._lexical(query, pool, allowed, advanced)
-        if mode in ("hybrid", "vector"):
-            vector = self._vector(query, pool, allowed, result, embedder)
-        result.lexical_candidates, result.vector_candidates = len(lexical), len(vector)
-        result.hits = self._fuse(lexical, vector, limit, 2 if mode == "hybrid" else 1)
+        q = self._query_vector(query, result, embedder) if mode != "lexical" else None
+        if fusion == "rrf":
+            lexical: list[tuple[int, float]] = []
+            vector: list[tuple[int, float]] = []
+            if mode in ("hybrid", "lexical"):
+                lexical = self._lexical(query, pool, allowed, advanced)
+            if q is not None:
+                vector = [
+                    (row, score)
+                    for row, score in self._vector(q, pool, allowed)
+                    if score >= fusions.MIN_COSINE
+                ]
+            result.lexical_candidates, result.vector_candidates = len(lexical), len(vector)
+            result.hits = self._fuse_rrf(lexical, vector, limit, 2 if mode == "hybrid" else 1)
+        else:
+            result.hits = self._fuse_scores(query, q, pool, allowed, advanced, limit, result)
         return result
 
     def _allowed(self, paths: Sequence[str]) -> set[int] | None:
@@ -968,19 +987,22 @@ class CodeIndex:
                 return kept[:pool]
             want *= 4
 
-    def _vector(
-        self,
-        query: str,
-        pool: int,
-        allowed: set[int] | None,
-        result: CodeSearchResult,
-        embedder: Embedder | None,
-    ) -> list[tuple[int, float]]:
+    def _lexical_scores(self, query: str, rows: Sequence[int], advanced: bool) -> dict[int, float]:
+        """row -> BM25 of these chunks (absent: the query does not match them)."""
+        ids = [self.table.column("id")[row].as_py() for row in rows]
+        row_of = {key64(cid): row for cid, row in zip(ids, rows, strict=True)}
+        found = self.fulltext.scores_of(query, ids, advanced=advanced)
+        return {row_of[key]: score for key, score in found.items() if key in row_of}
+
+    def _query_vector(
+        self, query: str, result: CodeSearchResult, embedder: Embedder | None
+    ) -> NDArray[np.float32] | None:
+        """The query's embedding, or None (with a warning) when vectors cannot answer."""
         vectors = self.vectors
         if vectors is None:
             why = self.meta.embed_error or "embeddings disabled or not built"
             result.warnings.append(f"no code vector index ({why}): lexical results only")
-            return []
+            return None
         if embedder is None or embedder.model_id != self.meta.model:
             embedder = self.embedder
         if embedder is None or embedder.model_id != self.meta.model:
@@ -988,46 +1010,133 @@ class CodeIndex:
                 "the code index was built by another embedding model: "
                 "run 'git edda code index' to re-embed; lexical results only"
             )
-            return []
+            return None
         if self.meta.unembedded:
             result.warnings.append(f"{self.meta.unembedded} code chunks have no vector yet")
         try:
-            q = embedder.embed([query])[0]
+            vector: NDArray[np.float32] = embedder.embed([query])[0]
         except (GitmemError, OSError) as exc:
             detail = exc.message if isinstance(exc, GitmemError) else str(exc)
             result.warnings.append(
                 f"the embedding provider could not embed the query ({detail}): lexical results only"
             )
-            return []
+            return None
+        return vector
+
+    def _vector(
+        self, q: NDArray[np.float32], depth: int, allowed: set[int] | None
+    ) -> list[tuple[int, float]]:
+        """(row, cosine) of the ``depth`` nearest allowed chunks, best first."""
+        assert self.vectors is not None  # _query_vector gave a vector
         keys = None
         if allowed is not None:
             column = self.table.column("key").to_pylist()
             keys = [int(column[row]) for row in sorted(allowed)]
-        found = vectors.search(q, pool, keys)
+        found = self.vectors.search(q, depth, keys)
         rows = self.rows_for_keys([k for k, _s in found])
         return [
-            (row, score)
-            for row, (_k, score) in zip(rows, found, strict=True)
-            if row is not None and score >= fusion.MIN_COSINE
+            (row, score) for row, (_k, score) in zip(rows, found, strict=True) if row is not None
         ]
 
-    def _fuse(
+    def _vector_floor(self, q: NDArray[np.float32], allowed: set[int] | None) -> float:
+        """The lowest cosine among a fixed sample of the allowed chunks (see
+        :mod:`gitmem.index.fusion`): the cosine that normalises to 0."""
+        import numpy as np
+
+        assert self.vectors is not None
+        if allowed is None and self._sample is not None:
+            matrix = self._sample
+        else:
+            keys = np.asarray(self.table.column("key").to_numpy(), dtype=np.uint64)
+            if allowed is not None:
+                keys = keys[sorted(allowed)]
+            matrix = fusions.unit_rows(self.vectors, fusions.sample(keys))
+            if allowed is None:
+                self._sample = matrix
+        if not len(matrix):
+            return 0.0
+        norm = max(float(np.linalg.norm(q)), 1e-12)
+        return float(np.min(matrix @ np.asarray(q, dtype=np.float32))) / norm
+
+    def _vector_scores(self, q: NDArray[np.float32], rows: Sequence[int]) -> dict[int, float]:
+        """row -> cosine of these chunks (absent: the chunk has no vector)."""
+        assert self.vectors is not None
+        keys = [int(self.table.column("key")[row].as_py()) for row in rows]
+        row_of = dict(zip(keys, rows, strict=True))
+        found = self.vectors.search(q, len(keys), keys)
+        return {row_of[key]: score for key, score in found if key in row_of}
+
+    def _fuse_scores(
+        self,
+        query: str,
+        q: NDArray[np.float32] | None,
+        pool: int,
+        allowed: set[int] | None,
+        advanced: bool,
+        limit: int,
+        result: CodeSearchResult,
+    ) -> list[CodeHit]:
+        """Score-aware fusion of the engines the mode asks for."""
+        sides: list[fusions.Side[int]] = []
+        if result.mode in ("hybrid", "lexical"):
+            sides.append(
+                fusions.Side(
+                    "lexical",
+                    lambda depth: self._lexical(query, depth, allowed, advanced),
+                    lambda rows: self._lexical_scores(query, rows, advanced),
+                )
+            )
+        if q is not None:
+            vector = q
+            sides.append(
+                fusions.Side(
+                    "vector",
+                    lambda depth: self._vector(vector, depth, allowed),
+                    lambda rows: self._vector_scores(vector, rows),
+                    vector=True,
+                    reference=lambda: self._vector_floor(vector, allowed),
+                )
+            )
+        where: dict[int, tuple[str, int]] = {}
+
+        def prepare(rows: Sequence[int]) -> None:
+            paths, starts = self.table.column("path"), self.table.column("start_line")
+            for row in rows:
+                if row not in where:
+                    where[row] = (paths[row].as_py(), starts[row].as_py())
+
+        fused = fusions.fuse_scores(sides, limit, pool, prepare, lambda row: where[row])
+        for side in sides:
+            if side.name == "lexical":
+                result.lexical_candidates = len(side.ranked)
+            else:
+                result.vector_candidates = len(side.ranked)
+        hits = []
+        for f in fused:
+            hit = self._hit(f.item, f.relevance)
+            hit.lexical_rank, hit.lexical_score = f.ranks.get("lexical"), f.raw.get("lexical")
+            hit.vector_rank, hit.vector_score = f.ranks.get("vector"), f.raw.get("vector")
+            hit.lexical, hit.vector = f.normalised.get("lexical"), f.normalised.get("vector")
+            hits.append(hit)
+        return hits
+
+    def _fuse_rrf(
         self,
         lexical: Sequence[tuple[int, float]],
         vector: Sequence[tuple[int, float]],
         limit: int,
         engines: int,
     ) -> list[CodeHit]:
-        parts = fusion.ranks((("lexical", lexical), ("vector", vector)))
+        parts = fusions.ranks((("lexical", lexical), ("vector", vector)))
         if not parts:
             return []
         paths = self.table.column("path")
         starts = self.table.column("start_line")
         scored = []
         for row, found in parts.items():
-            relevance = fusion.relevance(found, engines)
+            relevance = fusions.relevance(found, engines)
             where = (paths[row].as_py(), starts[row].as_py())
-            scored.append((-round(relevance, 9), where, row, relevance))
+            scored.append((-round(relevance, fusions.DECIMALS), where, row, relevance))
         scored.sort()
         hits = []
         for _neg, _where, row, relevance in scored[:limit]:

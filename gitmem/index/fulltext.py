@@ -8,7 +8,17 @@ queries. Three fields hold each event's text:
 * ``words``: the same words unstemmed, for typo-tolerant fuzzy matching of
   query words the index has never seen;
 * ``cjk``: character bigrams of Chinese, Japanese and Korean runs, which have
-  no spaces between words.
+  no spaces between words;
+* ``head``: the text's first line, analysed as ``text``: the event's most
+  telling field comes first (a commit's subject, a decision's key, a
+  checkpoint's summary, a learning's topic; see
+  :mod:`gitmem.memory.describe`), so a query word found there counts once
+  more (BM25 of ``text`` plus BM25 of ``head``, weight :data:`HEAD_WEIGHT`).
+  On the commits development set this took full text from MRR@10 0.717 to
+  0.741 (0.744 at weight 0.5); on conversation turns, one line each, it
+  changes nothing but the relative weight of typo matches (recall@10 0.580
+  and 0.578). Weighting repeated query words by their count was tried too:
+  +1.3 MRR for full text alone, -0.5 for hybrid search; not kept.
 
 User text never reaches Tantivy's query parser: it is run through the same
 analyzers the index used and turned into term and fuzzy-term queries, so no
@@ -38,6 +48,7 @@ CLOSE_TERMS = 3  # at most this many close words per unknown query word
 _HEAP = 64_000_000  # split between the writer's threads (Tantivy wants 15 MB each)
 PARALLEL_DOCS = 2_000  # documents from which one update indexes on several threads
 MAX_THREADS = 4
+HEAD_WEIGHT = 1.0  # a query word in the first line counts once more (see the module docstring)
 
 
 def _usable_cpus() -> int:
@@ -90,6 +101,7 @@ def _schema() -> tantivy.Schema:
     builder.add_text_field("text", tokenizer_name="gm_stem")
     builder.add_text_field("words", tokenizer_name="gm_word", index_option="basic")
     builder.add_text_field("cjk", tokenizer_name="gm_cjk")
+    builder.add_text_field("head", tokenizer_name="gm_stem")
     return builder.build()
 
 
@@ -121,6 +133,9 @@ class FullText:
         # whoever replaces the files.
         index.config_reader(reload_policy="Manual")
         self.index: tantivy.Index | None = index  # None once closed
+        # The last query built (hybrid search builds the same one twice: for the
+        # best matches, then to score the vector side's candidates); reset by update.
+        self._built: tuple[str, bool, tantivy.Query | None] | None = None
 
     def close(self) -> None:
         """Drop the Tantivy index: its reader, searchers and memory-mapped
@@ -165,6 +180,7 @@ class FullText:
                 document.add_unsigned("key", doc.key)
                 document.add_text("text", doc.text)
                 document.add_text("words", doc.text)
+                document.add_text("head", head_line(doc.text))
                 grams = cjk_grams(doc.text)
                 if grams:
                     document.add_text("cjk", " ".join(grams))
@@ -176,6 +192,7 @@ class FullText:
             writer.rollback()
             raise
         index.reload()
+        self._built = None  # typo matches depend on the words indexed
         return added
 
     def count(self) -> int:
@@ -183,18 +200,28 @@ class FullText:
         return int(self._index.searcher().num_docs)
 
     def _query(self, text: str, advanced: bool) -> tantivy.Query | None:
+        built = self._built
+        if built is not None and built[0] == text and built[1] == advanced:
+            return built[2]
+        query = self._build(text, advanced)
+        self._built = (text, advanced, query)
+        return query
+
+    def _build(self, text: str, advanced: bool) -> tantivy.Query | None:
         import tantivy as t
 
         index = self._index
         schema = index.schema
         if advanced:
             query, _errors = index.parse_query_lenient(
-                text, ["text", "cjk"], fuzzy_fields={"words": (False, 1, True)}
+                text, ["text", "head", "cjk"], fuzzy_fields={"words": (False, 1, True)}
             )
             return query
         clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
         for term in sorted(set(self.analyzers["gm_stem"].analyze(text))):
             clauses.append((t.Occur.Should, t.Query.term_query(schema, "text", term)))
+            head = t.Query.term_query(schema, "head", term)
+            clauses.append((t.Occur.Should, t.Query.boost_query(head, HEAD_WEIGHT)))
         searcher = index.searcher()
         for word in sorted(set(self.analyzers["gm_word"].analyze(text))):
             # Only words the index has never seen may be typos: fuzzy matches
@@ -233,10 +260,41 @@ class FullText:
         found.sort(key=lambda hit: (-hit[1], hit[0]))
         return found
 
+    def scores_of(
+        self, text: str, ids: Sequence[str], *, advanced: bool = False
+    ) -> dict[int, float]:
+        """key64 -> BM25 score of the documents ``ids`` for ``text``, exactly as
+        :meth:`search_keys` would score them; documents the query does not
+        match are absent. (Hybrid search scores the vector side's candidates
+        with it, wherever they rank in full text.)"""
+        import tantivy as t
+
+        if not ids:
+            return {}
+        index = self._index
+        # (A union of one-document term queries: a term-set query walks a
+        # bitset of the whole index, ~5x slower here.)
+        only = t.Query.boolean_query(
+            [(t.Occur.Should, t.Query.term_query(index.schema, "id", i)) for i in ids]
+        )
+        # A must-match clause scored 0 restricts the query without changing its scores.
+        restrict = t.Query.const_score_query(only, 0.0)
+        hits = self._hits(index.searcher(), text, len(ids), advanced, restrict)
+        return {key: score for key, score, _addr in hits}
+
     def _hits(
-        self, searcher: tantivy.Searcher, text: str, limit: int, advanced: bool
+        self,
+        searcher: tantivy.Searcher,
+        text: str,
+        limit: int,
+        advanced: bool,
+        restrict: tantivy.Query | None = None,
     ) -> list[tuple[int, float, tantivy.DocAddress]]:
+        import tantivy as t
+
         query = self._query(text, advanced)
+        if query is not None and restrict is not None:
+            query = t.Query.boolean_query([(t.Occur.Must, query), (t.Occur.Must, restrict)])
         # Tantivy sizes its top-k heap by the limit and aborts the process
         # (SIGABRT) on absurd ones: never ask for more than there are documents.
         limit = min(limit, searcher.num_docs)
@@ -258,6 +316,11 @@ class FullText:
             for key, (score, addr) in zip(keys, hits, strict=True)
             if key is not None
         ]
+
+
+def head_line(text: str) -> str:
+    """The first line of an event's text (its ``head`` field)."""
+    return text.split("\n", 1)[0]
 
 
 def _close_terms(searcher: tantivy.Searcher, word: str, distance: int) -> list[str]:

@@ -1,21 +1,74 @@
-"""Reciprocal rank fusion: how hybrid search turns ranked lists into one.
+"""Hybrid fusion: how search turns full text and vectors into one ranking.
 
 Shared by memory search (:mod:`gitmem.retrieval.search`) and code search
-(:mod:`gitmem.graph.codeindex`), so a score means the same in both: an item's
-relevance is ``sum(1/(k + rank))`` over the engines that found it, divided by
-the best score any item could get (``engines/(k + 1)``), so 1.0 is "first in
-every engine". Equal engine scores share a rank (rounded to 6 decimals): an
-arbitrary tie-break must not decide which of two equally good items ranks
-higher.
+(:mod:`gitmem.graph.codeindex`), so a relevance means the same in both: 1.0
+is "the best item of every engine asked", 0 is "no engine found anything in it".
+
+**Score-aware fusion** (``"score"``, the default). Each engine's raw score is
+put on a 0..1 scale and the two are added with equal weights:
+
+    relevance = 0.5 * BM25 / BM25_top + 0.5 * clip((cos - floor) / (cos_top - floor), 0, 1)
+
+* ``BM25_top`` is the best BM25 among the allowed items (the full-text
+  engine's first hit); an item the query's words do not match scores 0.
+* ``cos_top`` is the best cosine among the allowed items; ``floor``, the
+  cosine that counts as "unrelated", is the lowest cosine among a fixed
+  sample of :data:`FLOOR_SAMPLE` allowed items (all of them, in a smaller
+  store or filter). The measurements this fusion comes from used the lowest
+  cosine of the whole corpus; the sample's is the same statistic at a fixed
+  cost at any store size, and as the sample's low end (about the 0.4th
+  percentile) it does not move when one odd memory is added. A floor taken
+  from the query's own neighbours instead (the 100th nearest) stretches the
+  vector scale over the top candidates and let a weak embedder outvote full
+  text: below lexical on both development sets. A fixed floor (cosine 0)
+  would not adapt to embedders whose cosines all sit high (0.6-0.9).
+
+Unlike reciprocal rank fusion, a list's confidence counts: a clear lexical
+winner (BM25 far above the rest) keeps its lead, and a vector neighbour that
+is barely closer than the tenth does not push it out. On the development
+sets of ``../shared/evals`` equal-weight RRF ranked below full text alone;
+this fusion ranks above it (README, Search).
+
+Every candidate is scored by **both** engines: an item one engine returned
+gets its exact score from the other (a full-text query restricted to those
+ids, the cosine of those keys), so a relevance never depends on how deep a
+list was read. The candidate lists are deepened until nothing outside them
+can reach the top ``limit`` (the threshold of Fagin's algorithm: an unread
+item scores at most what the last read item of each list scores), so hits
+and scores do not depend on the candidate limit either.
+
+**Reciprocal rank fusion** (``"rrf"``) is kept selectable: an item's
+relevance is ``sum(1/(k + rank))`` over the engines that returned it,
+divided by the best score any item could get (``engines/(k + 1)``).
+
+Ties: equal scores share a rank (RRF), relevances are compared rounded to 9
+decimals, and the caller breaks ties by its own order (memory: newer first,
+then event id; code: path and line), never by chance.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Generic, TypeVar
 
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    from gitmem.index.vectors import Vectors
+
+FUSIONS = ("score", "rrf")
+DEFAULT_FUSION = "score"
 RRF_K = 60
-MIN_COSINE = 0.1  # below this a static embedder's neighbours are noise
+MIN_COSINE = 0.1  # below this a static embedder's neighbours are noise: not candidates
+LEXICAL_WEIGHT = 0.5
+VECTOR_WEIGHT = 0.5
+FLOOR_SAMPLE = 256
+"""The vector side's floor is the lowest cosine among this many allowed items (see :func:`sample`)."""
+MAX_DEEPEN = 64
+"""Candidate lists are deepened at most to this many times the first depth."""
+DECIMALS = 9  # relevances are compared at this precision: float noise is no ranking signal
 
 K = TypeVar("K", bound=Hashable)
 
@@ -23,6 +76,7 @@ Ranks = dict[str, tuple[int, float]]
 """engine name -> (rank in that engine, the engine's own score)."""
 
 
+# -- reciprocal rank fusion -------------------------------------------------------------------
 def ranks(lists: Sequence[tuple[str, Sequence[tuple[K, float]]]]) -> dict[K, Ranks]:
     """Each item's (rank, score) per engine, from ``(engine, [(item, score), ...])``
     lists ordered best first; equal scores share the rank of the first of them."""
@@ -41,3 +95,163 @@ def relevance(found: Mapping[str, tuple[int, float]], engines: int) -> float:
     ``engines`` engines were asked (1.0: first in every one of them)."""
     best = engines / (RRF_K + 1)
     return sum(1.0 / (RRF_K + rank) for rank, _score in found.values()) / best
+
+
+# -- score-aware fusion -----------------------------------------------------------------------
+def sample(keys: NDArray[np.uint64]) -> NDArray[np.uint64]:
+    """The :data:`FLOOR_SAMPLE` smallest of ``keys`` (all of them when fewer),
+    sorted: the sample whose lowest cosine is the vector side's floor.
+
+    Keys are the leading bits of SHA-256 ids, so the smallest are a uniform
+    random sample of the items, and the same items for the same store.
+    """
+    import numpy as np
+
+    if len(keys) > FLOOR_SAMPLE:
+        keys = np.partition(keys, FLOOR_SAMPLE - 1)[:FLOOR_SAMPLE]
+    return np.sort(keys)
+
+
+def unit_rows(vectors: Vectors, keys: NDArray[np.uint64]) -> NDArray[np.float32]:
+    """The stored vectors of ``keys`` (those that have one), scaled to unit
+    length: their dot product with a query is its cosine times the query's norm."""
+    import numpy as np
+
+    present = np.asarray(
+        [k for k, ok in zip(keys.tolist(), vectors.contains(keys.tolist()), strict=True) if ok],
+        dtype=np.uint64,
+    )
+    if not len(present):
+        return np.zeros((0, vectors.dim), dtype=np.float32)
+    rows = np.asarray(vectors.index.get(present), dtype=np.float32)
+    rows = rows.reshape(len(present), vectors.dim)
+    norms = np.linalg.norm(rows, axis=1)
+    norms[norms == 0] = 1.0
+    unit: NDArray[np.float32] = rows / norms[:, None]
+    return unit
+
+
+@dataclass
+class Side(Generic[K]):
+    """One engine's answer to a query, as score-aware fusion reads it.
+
+    ``read(depth)`` returns the engine's best ``depth`` allowed items, best
+    first, with their raw scores (fewer: there are no more); ``lookup(items)``
+    the raw scores of any allowed items (absent: the engine does not match
+    them at all); ``candidate(score)`` whether a returned item may enter the
+    fusion (the vector side leaves out cosines below :data:`MIN_COSINE`).
+    """
+
+    name: str
+    read: Callable[[int], list[tuple[K, float]]]
+    lookup: Callable[[Sequence[K]], dict[K, float]]
+    vector: bool = False
+    reference: Callable[[], float] | None = None  # the floor, computed once (vector side)
+    ranked: list[tuple[K, float]] = field(default_factory=list)
+    complete: bool = False  # reading deeper would bring no more candidates
+    exhausted: bool = False  # every allowed item the engine scores at all was read
+    last: float | None = None  # the best raw score an item left out of ``ranked`` may have
+    top: float = 0.0
+    floor: float = 0.0
+    scores: dict[K, float] = field(default_factory=dict)
+
+    def fetch(self, depth: int) -> None:
+        """Read the engine's best ``depth``."""
+        found = self.read(depth)
+        self.ranked = [(i, s) for i, s in found if not self.vector or s >= MIN_COSINE]
+        self.scores.update(self.ranked)
+        self.exhausted = len(found) < depth
+        # A vector read below the cut is no candidate, yet as a full-text
+        # candidate it gets its cosine: the best of those bounds what is left.
+        cut = len(self.ranked) < len(found)
+        if cut:
+            self.last = found[len(self.ranked)][1]
+        else:
+            self.last = None if self.exhausted or not found else found[-1][1]
+        self.complete = self.exhausted or cut  # reading deeper brings no candidate
+        self.top = found[0][1] if found else 0.0
+        if self.reference is not None:
+            floor, self.reference = self.reference(), None
+            self.floor = min(floor, self.top)
+
+    def normalised(self, raw: float | None) -> float:
+        """``raw`` on the 0..1 scale (None: no score, 0)."""
+        if raw is None:
+            return 0.0
+        span = self.top - self.floor
+        if span <= 1e-12:  # every allowed item scores the same: all best
+            return 1.0 if raw >= self.top - 1e-12 else 0.0
+        return min(1.0, max(0.0, (raw - self.floor) / span))
+
+    def bound(self) -> float:
+        """The most an item this side did not return as a candidate can normalise to."""
+        return self.normalised(self.last)
+
+
+@dataclass
+class Fused(Generic[K]):
+    """An item with its relevance and each engine's part of it."""
+
+    item: K
+    relevance: float
+    raw: dict[str, float]  # engine -> raw score (BM25, cosine); absent: no match
+    normalised: dict[str, float]  # engine -> its 0..1 score
+    ranks: dict[str, int]  # engine -> rank in that engine's list, when the item was in it
+
+
+def fuse_scores(
+    sides: Sequence[Side[K]],
+    limit: int,
+    depth: int,
+    prepare: Callable[[Sequence[K]], None],
+    order: Callable[[K], tuple[object, ...]],
+) -> list[Fused[K]]:
+    """The best ``limit`` items by score-aware fusion of ``sides`` (each weighted
+    :data:`LEXICAL_WEIGHT` / :data:`VECTOR_WEIGHT`, renormalised to 1 over the
+    sides given), reading ``depth`` candidates per side first and deepening
+    until no unread item can reach the top (see the module docstring).
+    ``order`` breaks ties between equal relevances (smaller first), once
+    ``prepare`` was given every candidate (to read what it needs in one go)."""
+    if not sides:
+        return []
+    total = sum(_weight(s) for s in sides)
+    weights = [_weight(s) / total for s in sides]
+    first = depth
+    while True:
+        for side in sides:
+            side.fetch(depth)
+        items = list(dict.fromkeys(i for side in sides for i, _s in side.ranked))
+        for side in sides:
+            missing = [i for i in items if i not in side.scores]
+            if missing:
+                found = side.lookup(missing)
+                side.scores.update(found)
+                # an item the engine does not match at all scores nothing there
+                side.scores.update({i: float("-inf") for i in missing if i not in found})
+        prepare(items)
+        fused = []
+        for item in items:
+            parts = {s.name: s.normalised(_known(s.scores.get(item))) for s in sides}
+            rel = sum(w * parts[s.name] for w, s in zip(weights, sides, strict=True))
+            fused.append((round(rel, DECIMALS), item, parts))
+        fused.sort(key=lambda f: (-f[0], order(f[1])))
+        threshold = round(sum(w * s.bound() for w, s in zip(weights, sides, strict=True)), DECIMALS)
+        enough = len(fused) >= limit and fused[limit - 1][0] > threshold
+        if enough or all(s.complete for s in sides) or depth >= first * MAX_DEEPEN:
+            break
+        depth *= 4
+    positions = ranks([(s.name, s.ranked) for s in sides])
+    out = []
+    for rel, item, parts in fused[:limit]:
+        raw = {s.name: v for s in sides if (v := _known(s.scores.get(item))) is not None}
+        where = {name: rank for name, (rank, _score) in positions.get(item, {}).items()}
+        out.append(Fused(item, rel, raw, parts, where))
+    return out
+
+
+def _weight(side: Side[K]) -> float:
+    return VECTOR_WEIGHT if side.vector else LEXICAL_WEIGHT
+
+
+def _known(value: float | None) -> float | None:
+    return None if value is None or value == float("-inf") else value

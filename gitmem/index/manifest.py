@@ -35,8 +35,9 @@ __all__ = [
 ]
 
 # 2: full-text documents carry key64; 3: as a fast field; 4: line column;
-# 5: the manifest holds checksums of every file and of itself
-INDEX_VERSION = 5
+# 5: the manifest holds checksums of every file and of itself;
+# 6: a commit_link's text is its message without the sha; full text has a head field
+INDEX_VERSION = 6
 INDEX_DIR = "index"
 
 

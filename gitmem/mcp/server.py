@@ -182,7 +182,7 @@ class Tools:
         since: Since = None,
     ) -> CallToolResult:
         """Search the repository's memory by text and meaning (hybrid full-text and
-        vector search, with a little recency). Use it to find what was decided,
+        vector search, newer first on a tie). Use it to find what was decided,
         learnt or done about a topic before you act on it. Returns ranked hits,
         one a line: [id] time type summary. Pass an id to show for the full event."""
         from gitmem.storage.clock import wall_us

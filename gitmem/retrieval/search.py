@@ -1,34 +1,39 @@
-"""Hybrid search: full-text and vector candidates fused by reciprocal rank, plus recency.
+"""Hybrid search: full-text and vector candidates fused by their scores.
 
 For a query, each engine returns its best ``candidates`` events among those
 the filters allow (filters are applied *before* the candidate limit, so a
-narrow filter never starves the result). The two ranked lists are fused with
-reciprocal rank fusion (RRF, k = 60): an event's relevance is
-``1/(k + rank_lexical) + 1/(k + rank_vector)``, divided by the best score any
-event could get (``2/(k + 1)``). That normalisation is a constant, applied
-after the candidate limits, so an event's score does not depend on how many
-candidates were asked for or returned (Kindling normalised BM25 before its
-limit and its ranks shifted with it). Recency adds a small term: a half-life
-decay from ``now``. Ties break by event id, so output is deterministic for a
-given store, query and ``now``.
+narrow filter never starves the result). The two lists are fused by
+:mod:`gitmem.index.fusion`: by default score-aware, ``0.5 * BM25/BM25_top +
+0.5 * min-max(cosine)``, every candidate scored by both engines and the
+lists read deep enough that neither the hits nor their scores depend on the
+candidate limit; ``fusion="rrf"`` selects reciprocal rank fusion instead.
+
+Recency only breaks ties: equal relevances rank the newer event first, then
+the smaller event id, so the order depends on the store and the query alone,
+never on the moment the query runs. A query that asks about time ("latest",
+"recent", "yesterday" …, :func:`asks_about_time`) also weighs recency, a
+half-life decay from ``now`` counted in whole days, so two runs on the same
+day agree.
 """
 
 from __future__ import annotations
 
+import re
 import time as _time
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from gitmem.errors import UsageError
-from gitmem.index import fusion
-from gitmem.index.fusion import MIN_COSINE
+from gitmem.index import fusion as fusions
+from gitmem.index.fusion import DEFAULT_FUSION, FUSIONS, MIN_COSINE
 from gitmem.index.fusion import RRF_K as RRF_K  # re-exported: the CLI explains scores with it
 from gitmem.memory.event import Event
 from gitmem.memory.query import EventFilter
 from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg
 
-RELEVANCE_WEIGHT = 0.9
+RELEVANCE_WEIGHT = 0.9  # a query that asks about time: relevance and recency, weighed
 RECENCY_WEIGHT = 0.1
 HALF_LIFE_DAYS = 30.0
 MODES = ("hybrid", "lexical", "vector")
@@ -36,6 +41,14 @@ DAY_US = 86_400_000_000
 # Results and candidates reach Tantivy and usearch, which abort the process on
 # absurd sizes; both are also clamped to the index size before those calls.
 MAX_LIMIT = 1_000_000
+TIME_WORDS = frozenset(
+    {"latest", "newest", "recent", "recently", "lately", "today", "yesterday", "newer", "newly"}
+)
+"""Words by which a query asks for what is new: recency then counts (see :func:`asks_about_time`)."""
+_WORDS = re.compile(r"\w+")
+# per open view: its key64 column as one array, and the floor sample's unit vectors
+_KEYS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_SAMPLES: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -44,12 +57,14 @@ class Hit:
 
     event: Event
     score: float
-    lexical_rank: int | None = None
-    lexical_score: float | None = None  # BM25
-    vector_rank: int | None = None
+    lexical_rank: int | None = None  # rank in full text's candidate list (None: not in it)
+    lexical_score: float | None = None  # BM25 (None: the query's words do not match it)
+    vector_rank: int | None = None  # rank in the vector candidate list (None: not in it)
     vector_score: float | None = None  # cosine similarity
-    relevance: float = 0.0  # normalised RRF
-    recency: float = 0.0
+    relevance: float = 0.0  # the fused relevance, 0..1
+    recency: float = 0.0  # 0.5^(whole days old / 30): breaks ties, weighed for time queries
+    lexical: float | None = None  # score fusion: the BM25 on its 0..1 scale
+    vector: float | None = None  # score fusion: the cosine on its 0..1 scale
     provenance: dict[str, Any] = field(default_factory=dict)
     superseded_by: str | None = None  # a decision: the later decision on its key
 
@@ -67,6 +82,8 @@ class Hit:
                 else round(self.lexical_score, 4),
                 "vector_rank": self.vector_rank,
                 "vector_cosine": None if self.vector_score is None else round(self.vector_score, 4),
+                "lexical": None if self.lexical is None else round(self.lexical, 6),
+                "vector": None if self.vector is None else round(self.vector, 6),
                 "relevance": round(self.relevance, 6),
                 "recency": round(self.recency, 6),
             },
@@ -84,12 +101,16 @@ class SearchResult:
     lexical_candidates: int = 0
     vector_candidates: int = 0
     warnings: list[str] = field(default_factory=list)
+    fusion: str = DEFAULT_FUSION
+    timely: bool = False  # the query asks about time: recency was weighed, not only a tie-break
 
     def to_json(self) -> dict[str, Any]:
         return {
             "query": self.query,
             "mode": self.mode,
             "now": self.now,
+            "fusion": self.fusion,
+            "recency_weighed": self.timely,
             "candidates": {"lexical": self.lexical_candidates, "vector": self.vector_candidates},
             "hits": [h.to_json() for h in self.hits],
             "warnings": self.warnings,
@@ -97,9 +118,17 @@ class SearchResult:
 
 
 def recency(event_time: int, now: int) -> float:
-    """1.0 now, 0.5 one half-life ago; future times count as now."""
-    age_days = max(0, now - event_time) / DAY_US
+    """1.0 today, 0.5 one half-life ago, counted in whole days (so that two
+    runs on the same day agree); future times count as now."""
+    age_days = max(0, now - event_time) // DAY_US
     return float(0.5 ** (age_days / HALF_LIFE_DAYS))
+
+
+def asks_about_time(query: str) -> bool:
+    """Whether ``query`` asks for what is new ("the latest pool size", "what
+    changed recently"): only then does recency weigh in the score. A question
+    about *when* something happened is not one: its answer may be old."""
+    return any(word in TIME_WORDS for word in _WORDS.findall(query.lower()))
 
 
 def _allowed(view: Any, where: EventFilter | None, branch: Any, all_branches: bool) -> Any:
@@ -141,15 +170,19 @@ def search(
     advanced: bool = False,
     candidates: int | None = None,
     embedder: Any = None,
+    fusion: str = DEFAULT_FUSION,
 ) -> SearchResult:
     """Search memory through an :class:`~gitmem.index.view.IndexView`.
 
     ``mode`` is ``hybrid`` (default), ``lexical`` or ``vector``; ``advanced``
     passes the query to the full-text engine's own syntax (leniently).
-    ``embedder`` overrides the configured one (tests, benchmarks).
+    ``embedder`` overrides the configured one (tests, benchmarks); ``fusion``
+    is ``score`` (default) or ``rrf`` (see :mod:`gitmem.index.fusion`).
     """
     if mode not in MODES:
         raise UsageError(f"search mode {mode!r} is not one of {', '.join(MODES)}")
+    if fusion not in FUSIONS:
+        raise UsageError(f"fusion {fusion!r} is not one of {', '.join(FUSIONS)}")
     if not 1 <= limit <= MAX_LIMIT:
         raise UsageError(f"the result limit must be between 1 and {MAX_LIMIT:,}, not {limit:,}")
     if candidates is not None and not 1 <= candidates <= MAX_LIMIT * 5:
@@ -157,7 +190,7 @@ def search(
             f"the candidate count must be between 1 and {MAX_LIMIT * 5:,}, not {candidates:,}"
         )
     now = int(_time.time() * 1_000_000) if now is None else now
-    result = SearchResult(query, mode, now, [])
+    result = SearchResult(query, mode, now, [], fusion=fusion, timely=asks_about_time(query))
     if not query.strip():
         return result
     pool = candidates or max(limit * 5, 50)
@@ -166,15 +199,22 @@ def search(
     allowed = _allowed(view, where, branch, all_branches)
     if allowed is not None and not allowed.any():
         return result
-    lexical: list[tuple[int, float]] = []
-    vector: list[tuple[int, float]] = []
-    if mode in ("hybrid", "lexical"):
-        lexical = _lexical(view, query, pool, allowed, advanced)
+    q = None
     if mode in ("hybrid", "vector"):
-        vector = _vector(view, query, pool, allowed, result, embedder)
-    result.lexical_candidates = len(lexical)
-    result.vector_candidates = len(vector)
-    result.hits = _fuse(view, lexical, vector, now, limit, mode)
+        q = _query_vector(view, query, result, embedder)
+    if fusion == "rrf":
+        lexical: list[tuple[int, float]] = []
+        vector: list[tuple[int, float]] = []
+        if mode in ("hybrid", "lexical"):
+            lexical = _lexical(view, query, pool, allowed, advanced)
+        if q is not None:
+            found = _vector(view, q, pool, allowed)
+            vector = [(row, score) for row, score in found if score >= MIN_COSINE]
+        result.lexical_candidates = len(lexical)
+        result.vector_candidates = len(vector)
+        result.hits = _fuse_rrf(view, lexical, vector, now, limit, mode, result.timely)
+    else:
+        result.hits = _fuse_scores(view, query, q, pool, allowed, advanced, now, limit, result)
     _provenance(view, result.hits)
     _supersession(view, result.hits, branch, all_branches)
     return result
@@ -198,20 +238,26 @@ def _lexical(
         want *= 4
 
 
-def _vector(
-    view: Any, query: str, pool: int, allowed: Any, result: SearchResult, embedder: Any
-) -> list[tuple[int, float]]:
-    """(row, cosine) of the nearest allowed events."""
-    import numpy as np
+def _lexical_scores(view: Any, query: str, rows: Sequence[int], advanced: bool) -> dict[int, float]:
+    """row -> BM25 of these rows (absent: the query does not match them)."""
+    from gitmem.index.vectors import key64
 
+    ids = view.values_at("id", rows)
+    row_of = {key64(eid): row for eid, row in zip(ids, rows, strict=True)}
+    found = view.fulltext.scores_of(query, ids, advanced=advanced)
+    return {row_of[key]: score for key, score in found.items() if key in row_of}
+
+
+def _query_vector(view: Any, query: str, result: SearchResult, embedder: Any) -> Any:
+    """The query's embedding, or None (with a warning) when there is no usable
+    vector index or the embedder fails."""
     from gitmem.errors import GitmemError
 
     failed = view.manifest.embed_error  # why the last refresh could not embed
-    vectors = view.vectors
-    if vectors is None:
+    if view.vectors is None:
         why = failed or "embeddings disabled or not built"
         result.warnings.append(f"no vector index ({why}): lexical results only")
-        return []
+        return None
     if embedder is None:
         embedder = view.embedder
     if embedder is None or embedder.model_id != view.manifest.model:
@@ -222,58 +268,179 @@ def _vector(
             else "the vector index was built by another embedding model: "
             "run 'git edda index' to re-embed; lexical results only"
         )
-        return []
+        return None
     if view.manifest.unembedded:
         result.warnings.append(f"{view.manifest.unembedded} events have no vector yet")
     try:
-        q = embedder.embed([query])[0]
+        return embedder.embed([query])[0]
     except (GitmemError, OSError) as exc:  # an HTTP provider that went away
         detail = exc.message if isinstance(exc, GitmemError) else str(exc)
         result.warnings.append(
             f"the embedding provider could not embed the query ({detail}): lexical results only"
         )
-        return []
-    keys = None
-    if allowed is not None:
+        return None
+
+
+def _keys(view: Any) -> Any:
+    """The key64 column as one numpy array (read once per view)."""
+    import numpy as np
+
+    keys = _KEYS.get(view)
+    if keys is None:
         column = view.table.column("key64")
-        values = np.concatenate([c.to_numpy(zero_copy_only=False) for c in column.chunks])
-        keys = [int(k) for k in values[allowed]]
-    found = vectors.search(q, pool, keys)
+        keys = (
+            np.concatenate([c.to_numpy(zero_copy_only=False) for c in column.chunks])
+            if column.num_chunks
+            else np.zeros(0, dtype=np.uint64)
+        )
+        _KEYS[view] = keys
+    return keys
+
+
+def _allowed_keys(view: Any, allowed: Any) -> list[int] | None:
+    """The key64 of every allowed row (None: every row is allowed)."""
+    if allowed is None:
+        return None
+    return [int(k) for k in _keys(view)[allowed]]
+
+
+def _vector_floor(view: Any, q: Any, allowed: Any) -> float:
+    """The lowest cosine among a fixed sample of the allowed events (see
+    :mod:`gitmem.index.fusion`): the cosine that normalises to 0."""
+    import numpy as np
+
+    if allowed is None:
+        matrix = _SAMPLES.get(view)
+        if matrix is None:
+            matrix = _SAMPLES[view] = fusions.unit_rows(view.vectors, fusions.sample(_keys(view)))
+    else:
+        matrix = fusions.unit_rows(view.vectors, fusions.sample(_keys(view)[allowed]))
+    if not len(matrix):
+        return 0.0
+    norm = max(float(np.linalg.norm(q)), 1e-12)
+    return float(np.min(matrix @ np.asarray(q, dtype=np.float32))) / norm
+
+
+def _vector(view: Any, q: Any, depth: int, allowed: Any) -> list[tuple[int, float]]:
+    """(row, cosine) of the ``depth`` nearest allowed events, best first."""
+    found = view.vectors.search(q, depth, _allowed_keys(view, allowed))
     rows = view.rows_for_keys([k for k, _s in found])
-    return [
-        (row, score)
-        for row, (_k, score) in zip(rows, found, strict=True)
-        if row is not None and score >= MIN_COSINE
-    ]
+    return [(row, score) for row, (_k, score) in zip(rows, found, strict=True) if row is not None]
 
 
-def _fuse(
+def _vector_scores(view: Any, q: Any, rows: Sequence[int]) -> dict[int, float]:
+    """row -> cosine of these rows (absent: the event has no vector)."""
+    keys = [int(k) for k in view.values_at("key64", rows)]
+    row_of = dict(zip(keys, rows, strict=True))
+    found = view.vectors.search(q, len(keys), keys)
+    return {row_of[key]: score for key, score in found if key in row_of}
+
+
+def _fuse_scores(
+    view: Any,
+    query: str,
+    q: Any,
+    pool: int,
+    allowed: Any,
+    advanced: bool,
+    now: int,
+    limit: int,
+    result: SearchResult,
+) -> list[Hit]:
+    """Score-aware fusion of the engines the mode asks for (see :mod:`gitmem.index.fusion`)."""
+    sides: list[fusions.Side[int]] = []
+    if result.mode in ("hybrid", "lexical"):
+        sides.append(
+            fusions.Side(
+                "lexical",
+                lambda depth: _lexical(view, query, depth, allowed, advanced),
+                lambda rows: _lexical_scores(view, query, rows, advanced),
+            )
+        )
+    if q is not None:
+        sides.append(
+            fusions.Side(
+                "vector",
+                lambda depth: _vector(view, q, depth, allowed),
+                lambda rows: _vector_scores(view, q, rows),
+                vector=True,
+                reference=lambda: _vector_floor(view, q, allowed),
+            )
+        )
+    keys: dict[int, tuple[int, str]] = {}
+
+    def order(rows: Sequence[int]) -> None:
+        # ties: the newer event first, then the smaller id
+        new = [row for row in rows if row not in keys]
+        if new:
+            times, ids = view.values_at("time", new), view.values_at("id", new)
+            keys.update(zip(new, zip((-t for t in times), ids, strict=True), strict=True))
+
+    # A time query re-ranks by relevance and recency: fuse a deeper top for it.
+    wanted = max(limit, pool) if result.timely else limit
+    fused = fusions.fuse_scores(sides, wanted, pool, order, lambda row: keys[row])
+    for side in sides:
+        count = len(side.ranked)
+        if side.name == "lexical":
+            result.lexical_candidates = count
+        else:
+            result.vector_candidates = count
+    scored = []
+    for f in fused:
+        fresh = recency(-keys[f.item][0], now)
+        score = f.relevance
+        if result.timely:
+            score = RELEVANCE_WEIGHT * f.relevance + RECENCY_WEIGHT * fresh
+        scored.append((-round(score, fusions.DECIMALS), keys[f.item], f, score, fresh))
+    scored.sort(key=lambda s: (s[0], s[1]))
+    top = scored[:limit]
+    events = view.events_at([s[2].item for s in top])
+    hits = []
+    for (_neg, _key, f, score, fresh), event in zip(top, events, strict=True):
+        hits.append(
+            Hit(
+                event,
+                score,
+                lexical_rank=f.ranks.get("lexical"),
+                lexical_score=f.raw.get("lexical"),
+                vector_rank=f.ranks.get("vector"),
+                vector_score=f.raw.get("vector"),
+                relevance=f.relevance,
+                recency=fresh,
+                lexical=f.normalised.get("lexical"),
+                vector=f.normalised.get("vector"),
+            )
+        )
+    return hits
+
+
+def _fuse_rrf(
     view: Any,
     lexical: Sequence[tuple[int, float]],
     vector: Sequence[tuple[int, float]],
     now: int,
     limit: int,
     mode: str,
+    timely: bool,
 ) -> list[Hit]:
+    """Reciprocal rank fusion of the two candidate lists (``fusion="rrf"``)."""
     engines = 2 if mode == "hybrid" else 1
-    # Equal scores share a rank: an id tie-break must not outweigh recency.
-    parts = fusion.ranks((("lexical", lexical), ("vector", vector)))
+    parts = fusions.ranks((("lexical", lexical), ("vector", vector)))
     if not parts:
         return []
     rows = sorted(parts)
     scored = []
     ids, times = view.values_at("id", rows), view.values_at("time", rows)
     for row, eid, etime in zip(rows, ids, times, strict=True):
-        found = parts[row]
-        relevance = fusion.relevance(found, engines)
+        relevance = fusions.relevance(parts[row], engines)
         fresh = recency(etime, now)
-        score = RELEVANCE_WEIGHT * relevance + RECENCY_WEIGHT * fresh
-        scored.append((-round(score, 9), eid, row, score, relevance, fresh))
+        score = RELEVANCE_WEIGHT * relevance + RECENCY_WEIGHT * fresh if timely else relevance
+        scored.append((-round(score, fusions.DECIMALS), -etime, eid, row, score, relevance, fresh))
     scored.sort()
     top = scored[:limit]
-    events = view.events_at([t[2] for t in top])
+    events = view.events_at([t[3] for t in top])
     hits = []
-    for (_neg, _eid, row, score, relevance, fresh), event in zip(top, events, strict=True):
+    for (_neg, _t, _eid, row, score, relevance, fresh), event in zip(top, events, strict=True):
         found = parts[row]
         hit = Hit(event, score, relevance=relevance, recency=fresh)
         if "lexical" in found:

@@ -1,0 +1,140 @@
+"""Score-aware fusion (gitmem.index.fusion) against a brute-force ranking.
+
+Whatever depth the candidate lists are first read at, the fused top must be
+the one computed from every item's exact scores: the lists are read deeper
+until nothing unread can reach it, and each candidate is scored by both engines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gitmem.index import fusion
+from gitmem.index.fusion import MIN_COSINE, Side, fuse_scores
+
+SCORES = st.floats(min_value=0.0, max_value=30.0, allow_nan=False).map(lambda x: round(x, 2))
+COSINES = st.floats(min_value=-0.3, max_value=1.0, allow_nan=False).map(lambda x: round(x, 2))
+ITEMS = st.lists(
+    st.tuples(st.one_of(st.none(), SCORES.filter(lambda x: x > 0)), st.one_of(st.none(), COSINES)),
+    min_size=0,
+    max_size=60,
+)
+
+
+def _sides(
+    items: list[tuple[float | None, float | None]], reads: list[int], floor: float
+) -> list[Side[int]]:
+    bm25 = {i: s for i, (s, _c) in enumerate(items) if s is not None}
+    cosine = {i: c for i, (_s, c) in enumerate(items) if c is not None}
+
+    def reader(scores: dict[int, float]) -> object:
+        ranked = sorted(scores.items(), key=lambda p: (-p[1], p[0]))
+
+        def read(depth: int) -> list[tuple[int, float]]:
+            reads.append(depth)
+            return ranked[:depth]
+
+        return read
+
+    def lookup(scores: dict[int, float]) -> object:
+        return lambda wanted: {i: scores[i] for i in wanted if i in scores}
+
+    return [
+        Side("lexical", reader(bm25), lookup(bm25)),  # type: ignore[arg-type]
+        Side(
+            "vector",
+            reader(cosine),  # type: ignore[arg-type]
+            lookup(cosine),  # type: ignore[arg-type]
+            vector=True,
+            reference=lambda: floor,
+        ),
+    ]
+
+
+def _brute(
+    items: list[tuple[float | None, float | None]], limit: int, floor: float
+) -> list[tuple[int, float]]:
+    bm25_top = max((s for s, _c in items if s is not None), default=0.0)
+    cos_top = max((c for _s, c in items if c is not None), default=0.0)
+    low = min(floor, cos_top)
+    fused = []
+    for i, (s, c) in enumerate(items):
+        lexical = s / bm25_top if s is not None and bm25_top > 0 else 0.0
+        if c is None:
+            vector = 0.0
+        elif cos_top - low <= 1e-12:
+            vector = 1.0 if c >= cos_top - 1e-12 else 0.0
+        else:
+            vector = min(1.0, max(0.0, (c - low) / (cos_top - low)))
+        candidate = s is not None or (c is not None and c >= MIN_COSINE)
+        if candidate:
+            fused.append((round(0.5 * lexical + 0.5 * vector, fusion.DECIMALS), i))
+    fused.sort(key=lambda f: (-f[0], f[1]))
+    return [(i, rel) for rel, i in fused[:limit]]
+
+
+def _fused(sides: Sequence[Side[int]], limit: int, depth: int) -> list[tuple[int, float]]:
+    found = fuse_scores(sides, limit, depth, lambda _items: None, lambda i: (i,))
+    return [(f.item, f.relevance) for f in found]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    items=ITEMS,
+    limit=st.integers(1, 12),
+    depth=st.integers(1, 8),
+    reference=st.one_of(st.none(), COSINES),
+)
+def test_the_fused_top_is_the_exact_one_whatever_the_first_depth(
+    items: list[tuple[float | None, float | None]],
+    limit: int,
+    depth: int,
+    reference: float | None,
+) -> None:
+    # the floor: the lowest cosine (of a sample that holds them all), or any other
+    lowest = min((c for _s, c in items if c is not None), default=0.0)
+    floor = lowest if reference is None else reference
+    reads: list[int] = []
+    got = _fused(_sides(items, reads, floor), limit, depth)
+    expected = _brute(items, limit, floor)
+    assert [i for i, _r in got] == [i for i, _r in expected], (got, expected)
+    assert all(abs(r - dict(expected)[i]) < 1e-9 for i, r in got), (got, expected)
+    assert max(reads, default=0) <= depth * fusion.MAX_DEEPEN
+
+
+def test_parts_raw_scores_and_ranks() -> None:
+    items: list[tuple[float | None, float | None]] = [
+        (10.0, 0.2),  # the best BM25
+        (5.0, 0.9),  # the best cosine
+        (None, 0.5),  # a paraphrase: vectors only
+        (2.0, None),  # no vector yet
+    ]
+    found = fuse_scores(_sides(items, [], 0.0), 10, 1, lambda _i: None, lambda i: (i,))
+    by = {f.item: f for f in found}
+    assert by[0].normalised == {"lexical": 1.0, "vector": 0.2 / 0.9}
+    assert by[1].relevance == 0.5 * 0.5 + 0.5 * 1.0 and by[1].raw == {"lexical": 5.0, "vector": 0.9}
+    assert by[2].raw == {"vector": 0.5} and by[2].normalised["lexical"] == 0.0
+    assert by[3].raw == {"lexical": 2.0} and by[3].normalised["vector"] == 0.0
+    assert [f.item for f in found] == [1, 0, 2, 3]
+    # ranks are positions in each engine's own list, as far as it was read
+    assert by[0].ranks["lexical"] == 1 and by[1].ranks["vector"] == 1
+
+
+def test_one_side_alone_and_no_side() -> None:
+    items: list[tuple[float | None, float | None]] = [(3.0, 0.5), (6.0, 0.1), (None, 0.8)]
+    lexical, _vector = _sides(items, [], 0.0)
+    found = fuse_scores([lexical], 5, 1, lambda _i: None, lambda i: (i,))
+    assert [(f.item, f.relevance) for f in found] == [(1, 1.0), (0, 0.5)]
+    assert fuse_scores([], 5, 1, lambda _i: None, lambda i: (i,)) == []
+
+
+def test_ties_follow_the_callers_order() -> None:
+    items: list[tuple[float | None, float | None]] = [(4.0, 0.5)] * 6
+    found = fuse_scores(
+        _sides(items, [], 0.0), 6, 2, lambda _i: None, lambda i: (-i,)
+    )  # e.g. newer first
+    assert [f.item for f in found] == [5, 4, 3, 2, 1, 0]
+    assert {f.relevance for f in found} == {1.0}
