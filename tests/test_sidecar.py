@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gitmem.errors import ConflictError, IndexDamagedError
-from gitmem.index.manifest import Manifest, read_manifest, write_manifest
+from gitmem.index.manifest import INDEX_VERSION, Manifest, read_manifest, write_manifest
 from gitmem.sidecar import generations, integrity
 from gitmem.sidecar import manifest as sidecar_manifest
 from gitmem.sidecar.lock import builder_lock, building, unless_busy
@@ -288,7 +288,9 @@ def test_the_index_manifest_keeps_its_bytes() -> None:
 
 
 def test_the_index_manifest_is_read_through_the_shared_code(tmp_path: Path) -> None:
-    manifest = Manifest(5, "g-1", "fulltext", {"refs/edda/branches/main": "a" * 40}, None, 1, None)
+    manifest = Manifest(
+        INDEX_VERSION, "g-1", "fulltext", {"refs/edda/branches/main": "a" * 40}, None, 1, None
+    )
     (tmp_path / "g-1").mkdir()
     write_manifest(tmp_path, manifest)
     assert read_manifest(tmp_path) == manifest
