@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -20,7 +21,8 @@ from typing import Any
 import pytest
 from conftest import ROOT
 
-EVALS = ROOT.parent / "shared" / "evals"
+# The sets sit beside the checkout; $GITMEM_EVALS points elsewhere (a clone in /tmp).
+EVALS = Path(os.environ.get("GITMEM_EVALS") or ROOT.parent / "shared" / "evals")
 SETS = {"locomo-dev": "recall@10", "githist-datasette": "mrr@10"}
 PUBLISHED = {"locomo-dev": 0.575, "githist-datasette": 0.687}  # evals/README.md, FTS5 BM25
 
