@@ -310,6 +310,7 @@ def build_store(repo: Path, corpus: Corpus) -> dict[str, str]:
     """A fresh repository at ``repo`` holding ``corpus`` as memory, its index
     built; returns item key by event id."""
     from gitmem.capture.sealer import Draft
+    from gitmem.index.refresh import refresh
     from gitmem.index.view import IndexView
     from gitmem.memory.api import Memory
 
@@ -330,7 +331,10 @@ def build_store(repo: Path, corpus: Corpus) -> dict[str, str]:
             written = mem.append_many(drafts[start : start + BATCH])
             for event, item in zip(written, corpus.items[start : start + BATCH], strict=True):
                 keys[event.id] = item.key
-    IndexView.open(repo).close()  # builds the index (events, full text, vectors)
+        # Every vector now, as `git edda index` does: a query's refresh embeds
+        # within edda.embed.budget and leaves the rest for later.
+        refresh(mem, embed_all=True)
+    IndexView.open(repo).close()  # opens what was built (events, full text, vectors)
     return keys
 
 

@@ -78,10 +78,15 @@ def isolated_environment(home: Path) -> Iterator[None]:
     # keeps the layout gitmem installs its hooks into.
     template = home / "git-template"
     (template / "hooks").mkdir(parents=True)
+    # Refreshes embed for edda.embed.budget seconds and leave the rest for
+    # later: under a time limit, what a test finds would depend on the
+    # machine's load. Here every text is embedded; the tests of the budget
+    # set it in their repository.
     config.write_text(
         "[user]\n\tname = Test User\n\temail = test@example.com\n"
         f'[init]\n\tdefaultBranch = main\n\ttemplateDir = "{template}"\n'
         '[protocol "file"]\n\tallow = always\n'
+        '[edda "embed"]\n\tbudget = 3600\n'
     )
     with pytest.MonkeyPatch.context() as monkeypatch:
         for name in list(os.environ):

@@ -145,7 +145,11 @@ def test_static_odd_texts_do_not_crash(static: StaticEmbedder) -> None:
         static.embed("one string")
 
 
-def test_static_loads_offline_without_network_or_third_party_loaders(tmp_path: Path) -> None:
+def test_builtin_providers_load_offline_without_network_or_third_party_loaders(
+    tmp_path: Path,
+) -> None:
+    """The default (MiniLM) and the static provider embed in a process that
+    cannot open a socket, with none of the libraries their files come from."""
     script = (
         "import socket, sys\n"
         "def refuse(*a, **k):\n"
@@ -153,14 +157,19 @@ def test_static_loads_offline_without_network_or_third_party_loaders(tmp_path: P
         "socket.socket.connect = refuse\n"
         "socket.create_connection = refuse\n"
         "import gitmem.embed\n"
-        "lazy = {'numpy', 'gitmem.embed.bpe', 'urllib.request'} & set(sys.modules)\n"
+        "lazy = {'numpy', 'gitmem.embed.bpe', 'gitmem.embed.wordpiece', 'gitmem.embed.minilm',\n"
+        "        'urllib.request'} & set(sys.modules)\n"
         "assert not lazy, lazy\n"
+        "from pathlib import Path\n"
         "from gitmem.embed import get_embedder\n"
-        "e = get_embedder({}, stamp_dir=__import__('pathlib').Path(sys.argv[1]))\n"
-        "v = e.embed(['offline please'])\n"
-        "assert v.shape == (1, 256)\n"
+        "e = get_embedder({}, stamp_dir=Path(sys.argv[1]))\n"
+        "assert e.model_id.startswith('minilm:'), e.model_id\n"
+        "assert e.embed(['offline please']).shape == (1, 384)\n"
+        "s = get_embedder({'edda.embed.provider': ['static']}, stamp_dir=Path(sys.argv[1]))\n"
+        "assert s.embed(['offline please']).shape == (1, 256)\n"
         "banned = {'wordllama', 'tokenizers', 'huggingface_hub', 'requests', 'pydantic',\n"
-        "          'torch', 'safetensors'} & set(sys.modules)\n"
+        "          'torch', 'safetensors', 'onnxruntime', 'transformers',\n"
+        "          'sentence_transformers'} & set(sys.modules)\n"
         "assert not banned, banned\n"
     )
     proc = subprocess.run(
@@ -208,15 +217,32 @@ def test_missing_data_files_say_the_installation_is_incomplete(tmp_path: Path) -
 
 
 def test_the_data_files_ship_in_the_package_with_their_licence() -> None:
+    from gitmem.embed import minilm
+
     assert verify_files(DATA_DIR) == 2
+    assert minilm.verify_files(DATA_DIR) == 2
+    names = (WEIGHTS, TOKENIZER, minilm.WEIGHTS, minilm.VOCAB)
     if (ROOT / ".git").exists():  # a fresh clone (and so an install from it) has them
         tracked = git(ROOT, "ls-files", "gitmem/embed/data").split()
         assert sorted(tracked) == sorted(
-            f"gitmem/embed/data/{name}" for name in (WEIGHTS.relpath, TOKENIZER.relpath, "NOTICE")
+            f"gitmem/embed/data/{name}"
+            for name in (*(pin.relpath for pin in names), "NOTICE", "LICENSE-Apache-2.0.txt")
         )
+        # No line-ending conversion may touch the pinned bytes.
+        for pin in names:
+            attributes = git(ROOT, "check-attr", "text", f"gitmem/embed/data/{pin.relpath}")
+            assert attributes.strip().endswith("text: unset"), attributes
     notice = (DATA_DIR / "NOTICE").read_text()
     assert "MIT License" in notice and "Copyright (c) 2024 Lee Miller" in notice
-    assert WEIGHTS.sha256 in notice and TOKENIZER.sha256 in notice
+    for pin in names:
+        assert pin.sha256 in notice and f"{pin.size:,}" in notice
+    # The weights were converted: the NOTICE says so, and from what.
+    assert (
+        "CHANGED" in notice
+        and "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db" in notice
+    )
+    licence = (DATA_DIR / "LICENSE-Apache-2.0.txt").read_text()
+    assert "Apache License" in licence and "Version 2.0, January 2004" in licence
 
 
 def test_stamp_skips_rehashing_until_the_file_changes(tmp_path: Path) -> None:
@@ -602,9 +628,19 @@ def config_of(repo: Path) -> dict[str, list[str]]:
 def test_registry_picks_providers_from_git_config(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from gitmem.embed import MiniLMEmbedder
+    from gitmem.embed.minilm import MODEL_ID as MINILM_ID
+
     repo = init_repo(tmp_path / "repo")
     default = get_embedder(config_of(repo), stamp_dir=tmp_path / "state")
-    assert isinstance(default, StaticEmbedder) and default.model_id == MODEL_ID
+    assert isinstance(default, MiniLMEmbedder) and default.model_id == MINILM_ID
+    # Code search keeps the static vectors unless a provider is chosen.
+    code = get_embedder(config_of(repo), purpose="code")
+    assert isinstance(code, StaticEmbedder) and code.model_id == MODEL_ID
+    git(repo, "config", "edda.embed.provider", "static")
+    assert isinstance(get_embedder(config_of(repo)), StaticEmbedder)
+    git(repo, "config", "edda.embed.provider", "minilm")
+    assert isinstance(get_embedder(config_of(repo), purpose="code"), MiniLMEmbedder)
 
     git(repo, "config", "edda.embed.provider", "ollama")
     git(repo, "config", "edda.embed.model", "mxbai-embed-large")
@@ -639,12 +675,15 @@ def test_registry_rejects_bad_settings(tmp_path: Path) -> None:
     git(repo, "config", "edda.embed.provider", "word2vec")
     with pytest.raises(UsageError) as caught:
         get_embedder(config_of(repo))
-    for name in ("static", "ollama", "openai", "none"):
+    for name in ("minilm", "static", "ollama", "openai", "none"):
         assert name in str(caught.value)
-    git(repo, "config", "edda.embed.provider", "static")
     git(repo, "config", "edda.embed.model", "nomic-embed-text")
-    with pytest.raises(UsageError, match="one model"):
-        get_embedder(config_of(repo))
+    for name in ("static", "minilm"):
+        git(repo, "config", "edda.embed.provider", name)
+        with pytest.raises(UsageError, match="one model"):
+            get_embedder(config_of(repo))
+    git(repo, "config", "edda.embed.model", "all-MiniLM-L6-v2")  # its own name is fine
+    assert get_embedder(config_of(repo)) is not None
     git(repo, "config", "edda.embed.provider", "ollama")
     for key, value in [
         ("edda.embed.batch", "lots"),
@@ -713,7 +752,8 @@ def test_import_is_cheap() -> None:
     script = (
         "import sys, gitmem.embed\n"
         "heavy = {'numpy', 'gitmem.embed.static', 'gitmem.embed.bpe', 'urllib.request',\n"
-        "         'gitmem.embed.http'} & set(sys.modules)\n"
+        "         'gitmem.embed.http', 'gitmem.embed.minilm', 'gitmem.embed.wordpiece'}\n"
+        "heavy &= set(sys.modules)\n"
         "assert not heavy, heavy\n"
     )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)

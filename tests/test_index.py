@@ -1,7 +1,7 @@
 """The sidecar indexes (gitmem.index): building, refreshing, recovering, redacting.
 
 Every test uses a real git repository and the real refresh code; the
-embeddings come from the default offline ("static") embedder unless a test
+embeddings come from the default offline ("minilm") embedder unless a test
 turns them off. Property tests run a few random operation sequences, each in
 a fresh repository.
 """
@@ -522,7 +522,9 @@ def test_cli_search_survives_a_damaged_fulltext_index_after_memory_moved(tmp_pat
         extra = mem.note("the flamingo eats shrimp")
     code, out, err = cli(repo, "search", "flamingo", "--json", "--all-branches")
     assert code == 0, err
-    assert {h["id"] for h in json.loads(out)["hits"]} == {notes[0].id, extra.id}
+    # Both flamingo notes first (MiniLM's cosine of unrelated short texts,
+    # ~0.15, lets the others follow them in a hybrid search).
+    assert {h["id"] for h in json.loads(out)["hits"][:2]} == {notes[0].id, extra.id}
 
 
 # redaction removes the text from every index ---------------------------------------------
@@ -600,7 +602,8 @@ def test_spooled_events_are_visible_when_the_view_opens(tmp_path: Path) -> None:
         assert view.report is not None and view.report.added == 1
         assert not spool.pending(location.state_dir)
         assert captured in ids(view.events())
-        assert search_ids(view, "ocelot") == [captured]
+        assert search_ids(view, "ocelot")[:1] == [captured]
+        assert search_ids(view, "ocelot", mode="lexical") == [captured]
 
 
 # one builder at a time ---------------------------------------------------------------------

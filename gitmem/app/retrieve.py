@@ -48,11 +48,14 @@ def index(
     progress: Progress | None = None,
 ) -> RefreshReport:
     """Bring the search indexes up to date (``rebuild``: from scratch),
-    checking every byte of them against their checksums."""
+    checking every byte of them against their checksums, and embed every
+    text still without a vector (queries embed only for ``edda.embed.budget``)."""
     from gitmem.index.refresh import refresh
 
     with open_memory(repo) as mem:
-        return refresh(mem, rebuild=rebuild, embed=embed, progress=progress, deep=True)
+        return refresh(
+            mem, rebuild=rebuild, embed=embed, progress=progress, deep=True, embed_all=True
+        )
 
 
 def _branch(view: IndexView, branch: BranchArg) -> BranchArg:

@@ -55,14 +55,16 @@ def index(
     Queries refresh the indexes themselves; this is for building ahead of
     time (with a progress bar) or recovering from a damaged index. It checks
     every byte of the index against its checksums (queries re-read only files
-    changed on disk since they were last checked).
+    changed on disk since they were last checked). It also embeds every text
+    still without a vector, however long that takes (a query's refresh embeds
+    for edda.embed.budget seconds and leaves the rest for later).
 
     Parameters
     ----------
     rebuild
         Build from scratch.
     no_embed
-        Skip embeddings (full-text search only until a query embeds them).
+        Skip embeddings (full-text search only until later refreshes embed them).
     """
     from gitmem.app import retrieve
 

@@ -34,6 +34,10 @@ from gitmem.storage.locate import RepoLocation, locate
 DEFAULT_IDLE_TIMEOUT = 600.0
 POLL = 0.5  # how often an idle daemon looks at its clock and its socket
 CATCH_UP_AFTER = 0.25  # quiet seconds after requests before catching up (bursts go first)
+# Quiet seconds after a request before embedding rounds start, when texts wait
+# for vectors: a round holds the daemon for edda.embed.budget seconds, and an
+# agent's requests come in bursts (a tool call's hooks, a prompt's).
+EMBED_AFTER = 1.0
 READ_TIMEOUT = 10.0  # a client that connects and sends nothing is dropped
 BACKLOG = 64
 
@@ -128,19 +132,43 @@ class Daemon:
             return {"ok": False, "error": "internal"}
         return {"ok": False, "error": f"unknown op {op!r}"}
 
-    def catch_up(self) -> None:
+    def catch_up(self) -> bool:
         """Bring memory and the index up to date with what the last requests
         captured, while nobody waits, so the next query finds them fresh
-        instead of refreshing first (tens of milliseconds at every prompt)."""
+        instead of refreshing first (tens of milliseconds at every prompt).
+        Returns True when texts wait for vectors (see :meth:`embed_round`)."""
         if self.location.work_path is None:
-            return
+            return False
         try:
             from gitmem.app.session import open_view
+            from gitmem.index.embedding import deferred
 
-            with open_view(self.location.work_path):
-                pass
+            with open_view(self.location.work_path) as view:
+                return deferred(view.manifest)
         except Exception as exc:
             self.log(f"catching up failed: {type(exc).__name__}: {exc}")
+            return False
+
+    def embed_round(self) -> bool:
+        """One refresh that embeds, for ``edda.embed.budget`` seconds, texts
+        that earlier refreshes left without vectors when their budget ran out
+        (queries do not wait for them). True when some still wait."""
+        if self.location.work_path is None:
+            return False
+        try:
+            from gitmem.index.embedding import deferred
+            from gitmem.index.manifest import index_root, read_manifest
+            from gitmem.index.refresh import try_refresh
+            from gitmem.memory.api import Memory
+
+            with Memory.open(self.location.work_path) as mem:
+                if try_refresh(mem, wait=0.0) is None:
+                    return True  # another process is building: the next lull
+            manifest = read_manifest(index_root(self.location))
+            return manifest is not None and deferred(manifest)
+        except Exception as exc:
+            self.log(f"embedding in a lull failed: {type(exc).__name__}: {exc}")
+            return False
 
     def handle(self, conn: socket.socket) -> bool:
         """Read one request from ``conn``, answer it, close it; True when it
@@ -277,19 +305,30 @@ def serve(repo: str, *, idle_timeout: float | None = None) -> int:
 
 def _loop(daemon: Daemon, listener: socket.socket, path: str, inode: int) -> str:
     """Serve until a reason to stop; return it."""
-    behind = False  # work was done since the last catch-up
+    behind = True  # work was done since the last catch-up (a new daemon looks once)
+    waiting = False  # texts wait for vectors: embed in rounds while nobody asks
     while True:
         if _terminated:
             return "terminated"
-        if time.monotonic() - daemon.last > daemon.idle_timeout:
+        quiet = time.monotonic() - daemon.last
+        if quiet > daemon.idle_timeout:
             return f"idle for {daemon.idle_timeout:g} s"
-        listener.settimeout(CATCH_UP_AFTER if behind else POLL)
+        if behind:
+            timeout = CATCH_UP_AFTER
+        elif waiting:  # rounds back to back once requests have paused
+            timeout = max(EMBED_AFTER - quiet, 0.001)
+        else:
+            timeout = POLL
+        listener.settimeout(timeout)
         try:
             conn, _ = listener.accept()
         except TimeoutError:
             if behind:  # a lull after work: the moment to catch up
-                daemon.catch_up()
+                waiting = daemon.catch_up()
                 behind = False
+                continue
+            if waiting:
+                waiting = daemon.embed_round()
                 continue
             try:
                 if os.stat(path).st_ino != inode:

@@ -1,8 +1,10 @@
 """Text embeddings for gitmem: offline by default, providers pluggable.
 
 * :func:`get_embedder` picks the provider from git config (``edda.embed.*``);
-* :class:`StaticEmbedder` is the default: WordLlama's static token vectors,
-  shipped in the package, no network, no torch, verified by checksum;
+* :class:`MiniLMEmbedder` is the default: all-MiniLM-L6-v2 run in numpy,
+  its int8 weights shipped in the package, no network, no torch, verified by
+  checksum; :class:`StaticEmbedder` (WordLlama's static token vectors) is the
+  fast, weaker one;
 * :class:`OllamaEmbedder` and :class:`OpenAIEmbedder` call HTTP services;
 * :class:`EmbeddingCache` stores vectors by content digest so each text is
   embedded once per model.
@@ -27,12 +29,14 @@ from gitmem.embed.registry import (
 if TYPE_CHECKING:
     from gitmem.embed.cache import EmbeddingCache, digest
     from gitmem.embed.http import OllamaEmbedder, OpenAIEmbedder
+    from gitmem.embed.minilm import MiniLMEmbedder
     from gitmem.embed.static import StaticEmbedder
 
 __all__ = [
     "BUILTIN_PROVIDERS",
     "Embedder",
     "EmbeddingCache",
+    "MiniLMEmbedder",
     "OllamaEmbedder",
     "OpenAIEmbedder",
     "StaticEmbedder",
@@ -45,6 +49,7 @@ __all__ = [
 _LAZY = {
     "EmbeddingCache": "gitmem.embed.cache",
     "digest": "gitmem.embed.cache",
+    "MiniLMEmbedder": "gitmem.embed.minilm",
     "OllamaEmbedder": "gitmem.embed.http",
     "OpenAIEmbedder": "gitmem.embed.http",
     "StaticEmbedder": "gitmem.embed.static",

@@ -49,7 +49,7 @@ class Embedder(Protocol):
 @runtime_checkable
 class Preloading(Protocol):
     """An embedder that can load its model before the first :meth:`~Embedder.embed`
-    (the static provider verifies and loads its weights): a reader holding a
+    (the built-in providers verify and load their files): a reader holding a
     query embedder loads it up front instead of inside the first query."""
 
     def load(self) -> None:

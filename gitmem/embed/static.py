@@ -15,21 +15,25 @@ tokenizer is :mod:`gitmem.embed.bpe`, which keeps their dependencies
 Cold start is dominated by the tokenizer (~40 ms to read its JSON);
 the weights are memory-mapped, so only the rows a query touches are read.
 Verifying the two files costs ~15 ms of hashing, so a caller may pass a
-``stamp_dir`` where the result of a successful check is remembered, keyed by
-each file's (path, size, mtime_ns, inode).
+``stamp_dir`` where the result of a successful check is remembered
+(:mod:`gitmem.embed.pinned`).
+
+This was gitmem's default embedder until the MiniLM one
+(:mod:`gitmem.embed.minilm`) replaced it; it stays selectable
+(``edda.embed.provider static``): ~100 times faster to index, and weaker.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
+from gitmem.embed import pinned
 from gitmem.embed.base import normalize_rows
+from gitmem.embed.pinned import DATA_DIR, REINSTALL_HINT, PinnedFile
 from gitmem.errors import DependencyError, UsageError
 
 if TYPE_CHECKING:
@@ -47,22 +51,6 @@ DIM = 256
 VOCAB_SIZE = 32000
 TENSOR_NAME = "embedding.weight"
 
-DATA_DIR = Path(__file__).parent / "data"
-
-REINSTALL_HINT = (
-    "reinstall gitmem (pip install --force-reinstall git-edda, or pipx reinstall git-edda), "
-    "or choose another provider with git config edda.embed.provider (ollama, openai, none)"
-)
-
-
-class PinnedFile(NamedTuple):
-    """A data file of the static embedder, trusted only by content."""
-
-    relpath: str  # relative to DATA_DIR (or to a test's root)
-    size: int
-    sha256: str
-
-
 # Byte-identical to wordllama 0.4.0.post1's weights/l2_supercat_256.safetensors
 # and tokenizers/l2_supercat_tokenizer_config.json (see data/NOTICE).
 WEIGHTS = PinnedFile(
@@ -77,48 +65,30 @@ TOKENIZER = PinnedFile(
 )
 
 STAMP_NAME = "static-embedder.verified"
-_STAMP_FORMAT = 1
-# A file modified this recently may still change within the same mtime tick
-# (the "racy git" problem): hash it, but do not remember the result.
-_RACY_NS = 2_000_000_000
+PINS = pinned.PinnedSet(
+    (WEIGHTS, TOKENIZER),
+    STAMP_NAME,
+    owner="the static embedder",
+    origin=f"the pinned wordllama {WORDLLAMA_VERSION} file",
+)
+
+__all__ = [
+    "DATA_DIR",
+    "DIM",
+    "MODEL_ID",
+    "MODEL_NAME",
+    "REINSTALL_HINT",
+    "STAMP_NAME",
+    "TOKENIZER",
+    "WEIGHTS",
+    "StaticEmbedder",
+    "verify_files",
+]
 
 # Texts are tokenized this many at a time, and at most this many token rows
 # are gathered into one float32 temporary (8192 x 256 x 4 = 8 MiB).
 _TEXT_CHUNK = 1024
 _TOKEN_SLICE = 8192
-
-
-def _sha256_file(path: Path) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
-
-def _read_stamp(stamp_path: Path) -> set[tuple[str, int, int, int, str]]:
-    try:
-        data = json.loads(stamp_path.read_bytes())
-        if data.get("format") != _STAMP_FORMAT:
-            return set()
-        return {
-            (str(p), int(size), int(mtime), int(ino), str(sha))
-            for p, size, mtime, ino, sha in data["verified"]
-        }
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
-        return set()  # a missing or damaged stamp only costs a re-hash
-
-
-def _write_stamp(stamp_path: Path, entries: list[tuple[str, int, int, int, str]]) -> None:
-    tmp = stamp_path.with_name(f".{stamp_path.name}.{os.getpid()}.tmp")
-    try:
-        stamp_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps({"format": _STAMP_FORMAT, "verified": entries}))
-        os.replace(tmp, stamp_path)
-    except OSError:
-        # The stamp is an optimisation: a read-only state directory must not
-        # stop embeddings from working.
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
 
 
 def verify_files(root: Path, stamp_dir: Path | None = None) -> int:
@@ -128,46 +98,7 @@ def verify_files(root: Path, stamp_dir: Path | None = None) -> int:
     stamp for both files as they are now). Raises :class:`DependencyError`
     naming the file, the expected and the actual digest on any mismatch.
     """
-    stamp_path = stamp_dir / STAMP_NAME if stamp_dir is not None else None
-    stamped = _read_stamp(stamp_path) if stamp_path is not None else set()
-    entries: list[tuple[str, int, int, int, str]] = []
-    hashed = 0
-    stampable = True
-    for pin in (WEIGHTS, TOKENIZER):
-        path = root / pin.relpath
-        try:
-            st = os.stat(path)
-        except OSError as exc:
-            raise DependencyError(
-                f"the static embedder's {pin.relpath} is missing from {root} "
-                f"({exc.strerror or exc}): this gitmem installation is incomplete",
-                REINSTALL_HINT,
-            ) from None
-        entry = (str(path), st.st_size, st.st_mtime_ns, st.st_ino, pin.sha256)
-        entries.append(entry)
-        if entry in stamped:
-            continue
-        try:
-            actual = _sha256_file(path)
-        except OSError as exc:
-            raise DependencyError(
-                f"{path} is unreadable ({exc.strerror or exc})", REINSTALL_HINT
-            ) from None
-        hashed += 1
-        if actual != pin.sha256 or st.st_size != pin.size:
-            raise DependencyError(
-                f"{path} does not match the pinned wordllama {WORDLLAMA_VERSION} file: "
-                f"expected sha256 {pin.sha256} ({pin.size} bytes), "
-                f"found sha256 {actual} ({st.st_size} bytes)",
-                REINSTALL_HINT,
-            )
-        if os.stat(path).st_mtime_ns != st.st_mtime_ns or (
-            time.time_ns() - st.st_mtime_ns < _RACY_NS
-        ):
-            stampable = False
-    if stamp_path is not None and hashed and stampable:
-        _write_stamp(stamp_path, entries)
-    return hashed
+    return pinned.verify(PINS, root, stamp_dir)
 
 
 def _map_weights(path: Path) -> tuple[mmap.mmap, NDArray[np.float16]]:
@@ -214,19 +145,6 @@ def _map_weights(path: Path) -> tuple[mmap.mmap, NDArray[np.float16]]:
 _LOADED: dict[str, tuple[tuple[tuple[int, int, int], ...], mmap.mmap, Any, BPETokenizer]] = {}
 
 
-def _signature(root: Path) -> tuple[tuple[int, int, int], ...]:
-    """The (size, mtime, inode) of both data files ((-1,-1,-1) for a missing one:
-    never a cache hit, so the verification names what is missing)."""
-    out = []
-    for pin in (WEIGHTS, TOKENIZER):
-        try:
-            st = os.stat(root / pin.relpath)
-            out.append((st.st_size, st.st_mtime_ns, st.st_ino))
-        except OSError:
-            return ((-1, -1, -1),)
-    return tuple(out)
-
-
 class StaticEmbedder:
     """Mean of static token vectors (wordllama l2_supercat, 256 dims), offline.
 
@@ -260,7 +178,7 @@ class StaticEmbedder:
         from gitmem.embed.bpe import BPETokenizer
 
         root = self._root if self._root is not None else DATA_DIR
-        signature = _signature(root)
+        signature = pinned.signature(PINS.files, root)
         loaded = _LOADED.get(str(root))
         if loaded is None or loaded[0] != signature:
             verify_files(root, self._stamp_dir)

@@ -565,7 +565,7 @@ def _vectors(
         try:
             from gitmem.embed import get_embedder
 
-            embedder = get_embedder(config, stamp_dir=stamp_dir)
+            embedder = get_embedder(config, stamp_dir=stamp_dir, purpose="code")
             if embedder is None:
                 meta.embed_error = "disabled (edda.embed.provider=none)"
         except GitmemError as exc:
@@ -884,7 +884,7 @@ class CodeIndex:
         if not self._embedder_loaded:
             from gitmem.embed import get_embedder
 
-            self._embedder = get_embedder(self.config, stamp_dir=self.stamp_dir)
+            self._embedder = get_embedder(self.config, stamp_dir=self.stamp_dir, purpose="code")
             self._embedder_loaded = True
         return self._embedder
 

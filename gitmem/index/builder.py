@@ -26,11 +26,22 @@ if TYPE_CHECKING:
 class Builder:
     """One refresh of the index, under the builder lock (see :mod:`gitmem.index.refresh`)."""
 
-    def __init__(self, mem: Memory, root: Path, progress: Progress | None, embed: bool) -> None:
+    def __init__(
+        self,
+        mem: Memory,
+        root: Path,
+        progress: Progress | None,
+        embed: bool,
+        *,
+        embed_all: bool = False,
+    ) -> None:
         self.mem = mem
         self.root = root
         self.progress = progress or (lambda stage, done, total: None)
         self.embed = embed
+        # Embed every text now (git edda index), not only what fits in
+        # edda.embed.budget (see gitmem.index.embedding).
+        self.embed_all = embed_all
         self.backend = mem.backend
         self.ledger = mem.ledger
 
@@ -213,10 +224,19 @@ class Builder:
         new_texts: list[tables.TextRow],
         redacted: list[tables.EventRow] | tuple[()] = (),
     ) -> None:
-        from gitmem.index.embedding import VectorSync
+        from gitmem.index.embedding import VectorSync, embed_budget
 
-        sync = VectorSync(self.mem, self.root, state, manifest, report, self.progress)
-        sync.run(new_texts, list(redacted), enabled=self.embed)
+        budget: float | None = None
+        if not self.embed_all:
+            try:
+                budget = embed_budget(self.mem.config)
+            except GitmemError as exc:  # a bad setting: the default, and say so
+                report.warnings.append(str(exc))
+                budget = embed_budget({})
+        sync = VectorSync(
+            self.mem, self.root, state, manifest, report, self.progress, budget=budget
+        )
+        sync.run(new_texts, list(redacted), enabled=self.embed, reconcile=self.embed_all)
 
     def _vouch(self, state: RefreshState, manifest: Manifest) -> dict[str, str]:
         """Checksum the generation's files as they are now (only files new or

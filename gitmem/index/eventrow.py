@@ -76,7 +76,7 @@ def _decision_line(
 
 def text_only(row: tables.EventRow) -> tables.TextRow:
     """What the full text and the vectors need of a row, after the table took it."""
-    return {"id": row["id"], "key64": row["key64"], "text": row["text"]}
+    return {"id": row["id"], "key64": row["key64"], "type": row["type"], "text": row["text"]}
 
 
 def blank(row: tables.EventRow) -> None:

@@ -33,6 +33,28 @@ def _pending_work(location: RepoLocation) -> bool:
     return bool(spool.pending(location.state_dir)) or has_pending(location.state_path)
 
 
+def _model_changed(config: Config, manifest: Manifest | None) -> bool:
+    """Whether the configured embedding model is not the one the vectors were
+    made by (gitmem upgraded its default, or ``edda.embed.*`` changed): the
+    refresh then rebuilds the vectors, within its budget, instead of every
+    query searching by words alone until memory moves. Not after a failure
+    (``embed_error`` set): queries do not retry a provider that failed."""
+    from gitmem.index.embedding import deferred
+
+    if manifest is None or manifest.model is None:
+        return False
+    if manifest.embed_error is not None and not deferred(manifest):
+        return False
+    from gitmem.embed import get_embedder
+    from gitmem.errors import GitmemError
+
+    try:
+        embedder = get_embedder(config)  # nothing is loaded or contacted
+    except GitmemError:
+        return False  # the refresh would say the same; queries warn
+    return embedder is not None and embedder.model_id != manifest.model
+
+
 def open_view(
     cls: type[IndexView],
     path: str | os.PathLike[str] | None = None,
@@ -49,7 +71,11 @@ def open_view(
     manifest = read_manifest(root)
     report = None
     stale = False
-    if refresh and (_pending_work(location) or not is_fresh(location, manifest, vectors=embed)):
+    if refresh and (
+        _pending_work(location)
+        or not is_fresh(location, manifest, vectors=embed)
+        or (embed and _model_changed(config, manifest))
+    ):
         from gitmem.index.refresh import try_refresh
         from gitmem.memory.api import Memory
 

@@ -63,7 +63,9 @@ __all__ = [
 
 def is_fresh(location: RepoLocation, manifest: Manifest | None, *, vectors: bool = True) -> bool:
     """True when the manifest reflects the current memory tips (stdlib only)
-    and, with ``vectors``, every text has a vector or embedding failed last time."""
+    and, with ``vectors``, every text has a vector or the last refresh that
+    tried says why not (the embedder failed, or its time budget ran out:
+    queries do not wait for embedding, see :mod:`gitmem.index.embedding`)."""
     if manifest is None:
         return False
     if vectors and manifest.unembedded and manifest.embed_error is None:
@@ -79,16 +81,20 @@ def refresh(
     progress: Progress | None = None,
     timeout: float = LOCK_TIMEOUT,
     deep: bool = False,
+    embed_all: bool = False,
 ) -> RefreshReport:
     """Bring the indexes up to date with memory (see the module docstring).
 
     ``deep`` checks every byte of every file against the manifest's checksums,
-    not only the files whose stamp is out of date (see :mod:`gitmem.sidecar.integrity`)."""
+    not only the files whose stamp is out of date (see :mod:`gitmem.sidecar.integrity`).
+    ``embed_all`` embeds every text that should have a vector and has none,
+    however long it takes; otherwise embedding stops after ``edda.embed.budget``
+    seconds and the next refresh goes on (:mod:`gitmem.index.embedding`)."""
     started = time.monotonic()
     root = index_root(mem.location)
     with building(root, timeout, what="index builder lock"):
         mem.flush()
-        report = Builder(mem, root, progress, embed).run(rebuild, deep=deep)
+        report = Builder(mem, root, progress, embed, embed_all=embed_all).run(rebuild, deep=deep)
     report.seconds = round(time.monotonic() - started, 3)
     return report
 

@@ -68,6 +68,7 @@ class TextRow(TypedDict):
 
     id: str
     key64: int
+    type: str  # which event types get vectors is configurable (edda.embed.types)
     text: str
 
 
