@@ -237,7 +237,7 @@ def _vector(
     if allowed is not None:
         column = view.table.column("key64")
         values = np.concatenate([c.to_numpy(zero_copy_only=False) for c in column.chunks])
-        keys = [int(k) for k in values[allowed]]
+        keys = values[allowed]  # an array: 100,000 Python ints would cost ~5 ms
     found = vectors.search(q, pool, keys)
     rows = view.rows_for_keys([k for k, _s in found])
     return [
