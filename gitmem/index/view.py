@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from gitmem.index.fulltext import FullText
     from gitmem.index.keyrows import KeyRows
     from gitmem.index.vectors import Vectors
+    from gitmem.index.window import IndexWindow
     from gitmem.memory.source import BranchKwargs
     from gitmem.memory.window import BranchWindow
 
@@ -93,6 +94,10 @@ class IndexView:
         self._ids: dict[str, int] | None = None
         self._keys: KeyRows | None = None
         self._links: list[tuple[int, str | None, str | None, str | None]] | None = None
+        # Per branch (resolved: a checkout between two queries changes the key),
+        # what its queries share: the table never changes under a view.
+        self._pools: dict[tuple[str | None, str | None], Column] = {}
+        self._windows: dict[tuple[str | None, bool, str | None], IndexWindow] = {}
         self._closed = False
 
     # lifetime ------------------------------------------------------------------------
@@ -109,6 +114,7 @@ class IndexView:
         self._table = self._members = None
         self._fulltext = self._vectors = self._embedder = None
         self._ids = self._keys = self._links = None
+        self._pools, self._windows = {}, {}
         if fulltext is not None:
             fulltext.close()
         if vectors is not None:
@@ -277,10 +283,17 @@ class IndexView:
         return None
 
     def pool_mask(self, branch: BranchArg = CURRENT_BRANCH, trunk: str | None = None) -> Column:
-        """The rows a branch sees: its own chain, plus what it follows from the trunk."""
+        """The rows a branch sees: its own chain, plus what it follows from the
+        trunk (computed once per branch and view: ~20 ms at a million rows)."""
+        branch = self.branch if isinstance(branch, CurrentBranch) else branch
+        key = (branch, trunk)
+        if key not in self._pools:
+            self._pools[key] = self._pool_mask(branch, trunk)
+        return self._pools[key]
+
+    def _pool_mask(self, branch: str | None, trunk: str | None) -> Column:
         import pyarrow as pa
 
-        branch = self.branch if isinstance(branch, CurrentBranch) else branch
         commit = self.table.column("commit")
         own_ref = self._own_ref(branch)
         own = (
@@ -408,6 +421,16 @@ class IndexView:
         """A branch's events fetched by need, for context packs and ``ask``
         (an :class:`~gitmem.index.window.IndexWindow`; ``branch_kwargs`` as for
         :meth:`events`)."""
-        from gitmem.index.window import window
+        from gitmem.index.window import IndexWindow
 
-        return window(self, branch_kwargs)
+        if self._closed:
+            raise _closed()
+        branch = branch_kwargs.get("branch", CURRENT_BRANCH)
+        resolved = self.branch if isinstance(branch, CurrentBranch) else branch
+        every, trunk = bool(branch_kwargs.get("all_branches", False)), branch_kwargs.get("trunk")
+        key = (resolved, every, trunk)
+        if key not in self._windows:
+            # One window per branch and view: its masks, decision ledger and
+            # book are computed once however many queries ask.
+            self._windows[key] = IndexWindow(self, {**branch_kwargs, "branch": resolved})
+        return self._windows[key]

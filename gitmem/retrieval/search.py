@@ -330,6 +330,6 @@ def _supersession(view: Any, hits: list[Hit], branch: BranchArg, all_branches: b
         if key not in books:
             kwargs = {"branch": where} if all_branches else branch_kwargs(branch)
             window = view.window(kwargs)
-            books[key] = DecisionBook(window.decisions(), window.by_ids)
+            books[key] = window.book()  # computed once per window: views keep them
         standing = books[key].standing.get(hit.event.id)
         hit.superseded_by = standing.superseded_by if standing is not None else None
