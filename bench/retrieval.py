@@ -165,7 +165,9 @@ def main() -> int:
         prefix="gitmem-bench-retrieval-", ignore_cleanup_errors=True
     ) as tmp:
         base = Path(tmp)
-        env = isolated_env(base)
+        # "Cold" means a fresh process doing the work: no warm daemon answering
+        # for it (bench/agent_hooks.py measures the daemon).
+        env = isolated_env(base) | {"GITMEM_DAEMON": "0"}
         repo = base / "repo"
         repo.mkdir()
         subprocess.run(["git", "init", "-q"], cwd=repo, env=env, check=True)
@@ -255,7 +257,7 @@ def main() -> int:
         manifest = json.loads((index / "manifest.json").read_text())
         gen = index / manifest["generation"]
         sizes = {
-            "events.arrow": _size(gen / "events.arrow"),
+            "events table": sum(_size(gen / n) for n in manifest.get("segments", ["events.arrow"])),
             "members.arrow": _size(gen / "members.arrow"),
             "full text": _size(gen / manifest["fulltext"]),
             "vectors.usearch": _size(gen / "vectors.usearch"),

@@ -15,21 +15,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitmem.errors import GitmemError, IndexDamagedError
-from gitmem.index.vectors import VECTORS_FILE, Vectors, rebuild
+from gitmem.index.vectors import VECTORS_FILE, Vectors, start_rebuild
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     import numpy as np
     from numpy.typing import NDArray
 
     from gitmem.embed.base import Embedder
     from gitmem.embed.cache import EmbeddingCache
     from gitmem.index.manifest import Manifest
+    from gitmem.index.segments import NewTexts
     from gitmem.index.state import Progress, RefreshReport, RefreshState
     from gitmem.index.table import EventRow, TextRow
     from gitmem.memory.api import Memory
 
 EMBED_DIR = "embeddings"
-CHUNK = 4096  # texts embedded per batch between progress reports
+CHUNK = 4096  # texts embedded per call of the embedder
 
 
 def cache_directory(root: Path, model_id: str) -> Path:
@@ -69,7 +72,11 @@ class VectorSync:
         self.progress = progress
         self.path = state.directory / VECTORS_FILE
 
-    def run(self, new: list[TextRow], redacted: list[EventRow], *, enabled: bool) -> None:
+    def run(self, new: NewTexts, redacted: list[EventRow], *, enabled: bool) -> None:
+        """Bring the vector index in step: add the vectors of ``new`` texts,
+        or rebuild it (another model, ``redacted`` text, a damaged file).
+        Texts are embedded and added a few thousand at a time: a build of a
+        million events never holds their vectors all at once."""
         self.manifest.embed_error = None
         try:
             embedder = open_embedder(self.mem, self.root) if enabled else None
@@ -84,9 +91,9 @@ class VectorSync:
                 self.path.unlink()  # its bytes may hold what was redacted
                 self.manifest.model = None
             if self.manifest.model is None:
-                self.manifest.unembedded = sum(1 for _ in self.state.text_rows())
+                self.manifest.unembedded = self.state.count_texts()
             else:
-                self.manifest.unembedded += len(new)
+                self.manifest.unembedded += new.count
             return
         from gitmem.embed.cache import EmbeddingCache, digest
 
@@ -107,22 +114,19 @@ class VectorSync:
                 why = "model" if switched else "redaction" if redacted else "unreadable"
                 self._rebuild(embedder, cache, dim, why=why)
             else:
-                rows = [(r["key64"], r["text"]) for r in new]
-                if self.manifest.unembedded:
-                    rows = self._unembedded(vectors)
-                self._add(vectors, embedder, cache, rows)
+                # After a failed embedding, or more new rows than a refresh
+                # keeps: every text of the table, those without a vector added.
+                every = self.manifest.unembedded or new.overflow
+                self._add(
+                    vectors, embedder, cache, self.state.text_rows() if every else new.batches()
+                )
             self.manifest.model = embedder.model_id
             self.manifest.dim = dim
             self.manifest.unembedded = 0
         except GitmemError as exc:
             self.report.warnings.append(f"vectors not updated: {exc}")
             self.manifest.embed_error = str(exc)
-            self.manifest.unembedded += len(new)
-
-    def _unembedded(self, vectors: Vectors) -> list[tuple[int, str]]:
-        rows = [(k, t) for _i, k, t in self.state.text_rows()]
-        present = vectors.contains([k for k, _t in rows])
-        return [row for row, ok in zip(rows, present, strict=True) if not ok]
+            self.manifest.unembedded += new.count
 
     def _embed(
         self, embedder: Embedder, cache: EmbeddingCache, texts: list[str]
@@ -133,7 +137,6 @@ class VectorSync:
         parts = []
         for start in range(0, len(texts), CHUNK):
             parts.append(cache.embed_cached(embedder, texts[start : start + CHUNK]))
-            self.progress("embeddings", min(start + CHUNK, len(texts)), len(texts))
         self.report.embedded += len(cache) - before
         if not parts:
             return np.zeros((0, int(embedder.dim)), dtype=np.float32)
@@ -144,26 +147,34 @@ class VectorSync:
         vectors: Vectors,
         embedder: Embedder,
         cache: EmbeddingCache,
-        rows: list[tuple[int, str]],
+        batches: Iterable[list[TextRow]],
     ) -> None:
-        if not rows:
-            return
-        keys = [k for k, _t in rows]
-        present = vectors.contains(keys)
-        rows = [row for row, ok in zip(rows, present, strict=True) if not ok]
-        if not rows:
-            return
-        matrix = self._embed(embedder, cache, [t for _k, t in rows])
-        vectors.add([k for k, _t in rows], matrix)
-        vectors.save()
-        self.report.vectors += len(rows)
+        """Embed and add the texts of ``batches`` that have no vector yet."""
+        added = 0
+        for batch in batches:
+            present = vectors.contains([r["key64"] for r in batch])
+            rows = [r for r, ok in zip(batch, present, strict=True) if not ok]
+            if not rows:
+                continue
+            matrix = self._embed(embedder, cache, [r["text"] for r in rows])
+            vectors.add([r["key64"] for r in rows], matrix)
+            added += len(rows)
+            self.progress("embeddings", added, added)
+        if added:
+            vectors.save()
+            self.report.vectors += added
 
     def _rebuild(self, embedder: Embedder, cache: EmbeddingCache, dim: int, why: str) -> None:
-        rows = [(k, t) for _i, k, t in self.state.text_rows()]
-        matrix = self._embed(embedder, cache, [t for _k, t in rows])
-        self.progress("vector index", 0, len(rows))
-        rebuild(self.path, dim, [k for k, _t in rows], matrix)
-        self.progress("vector index", len(rows), len(rows))
-        self.report.vectors += len(rows)
+        total = self.state.count_texts()
+        fresh = start_rebuild(self.path, dim)
+        done = 0
+        for batch in self.state.text_rows():
+            matrix = self._embed(embedder, cache, [r["text"] for r in batch])
+            fresh.add([r["key64"] for r in batch], matrix)
+            done += len(batch)
+            self.progress("embeddings", done, total)
+        fresh.save()
+        fresh.close()
+        self.report.vectors += done
         if self.manifest.model is not None:
             self.report.rebuilt.append(f"vectors ({why})")

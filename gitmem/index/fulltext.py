@@ -122,8 +122,12 @@ class FullText:
             raise ValueError("the full-text index was closed")  # a bug in the caller
         return self.index
 
-    def update(self, add: Iterable[TextDoc], delete: Iterable[str] = ()) -> int:
-        """Add (or replace) and delete documents in one commit; returns the number added."""
+    def update(
+        self, add: Iterable[TextDoc], delete: Iterable[str] = (), *, fresh: bool = False
+    ) -> int:
+        """Add (or replace) and delete documents in one commit; returns the
+        number added. ``fresh``: the index is new and ``add`` holds each id
+        once, so nothing needs replacing."""
         import tantivy as t
 
         index = self._index
@@ -135,7 +139,8 @@ class FullText:
             for doc in add:
                 # Replace, never duplicate: a refresh interrupted after this
                 # commit re-adds the same events next time.
-                writer.delete_documents_by_term("id", doc.id)
+                if not fresh:
+                    writer.delete_documents_by_term("id", doc.id)
                 document = t.Document()
                 document.add_text("id", doc.id)
                 document.add_unsigned("key", doc.key)

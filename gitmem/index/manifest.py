@@ -35,8 +35,9 @@ __all__ = [
 ]
 
 # 2: full-text documents carry key64; 3: as a fast field; 4: line column;
-# 5: the manifest holds checksums of every file and of itself
-INDEX_VERSION = 5
+# 5: the manifest holds checksums of every file and of itself; 6: the events
+# table in segments
+INDEX_VERSION = 6
 INDEX_DIR = "index"
 
 
@@ -61,6 +62,8 @@ class Manifest:
     embed_error: str | None = None  # why the last embedding failed; queries then do not retry
     # "<size>:<crc32>" of every file of the generation, by path inside it
     files: dict[str, str] = field(default_factory=dict)
+    # the events table's segment files, in order (gitmem.index.segments)
+    segments: list[str] = field(default_factory=list)
     checksum: str = ""  # CRC-32 of the other fields (see gitmem.sidecar.manifest.checksum)
 
     @classmethod
@@ -75,8 +78,15 @@ class Manifest:
 def read_manifest(root: Path) -> Manifest | None:
     """The manifest, or None when missing, unreadable, damaged (its checksum
     differs), of another version or naming a path out of the index."""
+    from gitmem.index.segments import is_segment
+
     manifest = sidecar_manifest.read(root, Manifest, INDEX_VERSION)
     if manifest is None or not sidecar_manifest.plain_name(manifest.fulltext):
+        return None
+    segments = manifest.segments
+    if not isinstance(segments, list) or not all(
+        isinstance(n, str) and sidecar_manifest.plain_name(n) and is_segment(n) for n in segments
+    ):
         return None
     return manifest
 
@@ -94,7 +104,7 @@ def check_generation(
     Returns the identities checked (see :func:`integrity.unchanged`)."""
     from gitmem.index.vectors import VECTORS_FILE
 
-    required = (tables.EVENTS_FILE, tables.MEMBERS_FILE, f"{manifest.fulltext}/meta.json")
+    required = (*manifest.segments, tables.MEMBERS_FILE, f"{manifest.fulltext}/meta.json")
     for name in required:
         if name not in manifest.files:
             raise IndexDamagedError(f"the manifest has no checksum for {name}")
@@ -102,13 +112,16 @@ def check_generation(
     return integrity.verify(directory, files, deep=deep)
 
 
-def generation_files(directory: Path, fulltext: str) -> list[str]:
-    """The files of a generation a manifest vouches for: both tables (once
-    written), the full-text directory's files (not Tantivy's lock files, which
-    readers create) and the vector index when there is one."""
+def generation_files(directory: Path, fulltext: str, segments: list[str]) -> list[str]:
+    """The files of a generation a manifest vouches for: the events table's
+    ``segments``, the members table (once written), the full-text
+    directory's files (not Tantivy's lock files, which readers create) and
+    the vector index when there is one."""
     from gitmem.index.vectors import VECTORS_FILE
 
-    names = [n for n in (tables.EVENTS_FILE, tables.MEMBERS_FILE) if (directory / n).is_file()]
+    names = [*segments]
+    if (directory / tables.MEMBERS_FILE).is_file():
+        names.append(tables.MEMBERS_FILE)
     with os.scandir(directory / fulltext) as entries:
         for entry in sorted(entries, key=lambda e: e.name):
             if entry.name.startswith(".tantivy-") and entry.name.endswith(".lock"):

@@ -267,11 +267,18 @@ class Vectors:
         return best(matrix.keys, cosines(matrix.rows, matrix.norms, query), limit)
 
 
-def rebuild(path: Path, dim: int, keys: Keys, vectors: NDArray[np.float32]) -> Vectors:
-    """A fresh index of exactly these vectors (redaction, model switch, corruption)."""
+def start_rebuild(path: Path, dim: int) -> Vectors:
+    """A new, empty index in place of the file at ``path`` (redaction, model
+    switch, corruption): add to it, then save. The old file goes first: its
+    bytes may hold what was redacted."""
     if path.exists():
         path.unlink()
-    fresh = Vectors(path, dim)
+    return Vectors(path, dim)
+
+
+def rebuild(path: Path, dim: int, keys: Keys, vectors: NDArray[np.float32]) -> Vectors:
+    """A fresh index of exactly these vectors."""
+    fresh = start_rebuild(path, dim)
     fresh.add(keys, vectors)
     fresh.save()
     return fresh

@@ -76,12 +76,14 @@ class IndexView:
         # Nothing is mapped before the files match the manifest: Arrow does not
         # check its data, and a flipped offset can drop rows or crash the process.
         self.checked_files = check_generation(self.directory, manifest)
-        table = tables.read(self.directory / tables.EVENTS_FILE, tables.event_schema())
+        from gitmem.index.segments import read_segments
+
+        table, _counts = read_segments(self.directory, manifest.segments)
         rows = table.num_rows
         if rows != manifest.events:
             del table  # the error's traceback must not keep the file mapped
             raise IndexDamagedError(
-                f"{tables.EVENTS_FILE} holds {rows} rows, the manifest says {manifest.events}"
+                f"the events table holds {rows} rows, the manifest says {manifest.events}"
             )
         self._table: pa.Table | None = table
         self._members: pa.Table | None = tables.read(
