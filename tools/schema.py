@@ -141,7 +141,7 @@ def generate() -> dict[str, bytes]:
                 "time": 0,
             },
             "attachment_min_bytes": layout.ATTACHMENT_MIN_BYTES,
-            "state_dir": "<git common dir>/edda: spool/, clock, lock, purge-list, pruned, active/, intents/, log/, index/, verify/",
+            "state_dir": "<git common dir>/edda: spool/, clock, lock, purge-list, pruned, active/, intents/, log/, index/, verify/, redactions.json",
         }
     )
     files.update(_index_formats())
