@@ -21,9 +21,10 @@ from test_index import OPS, PROPERTY, _run_ops, member_pairs, rows, scratch
 
 from gitmem import Memory
 from gitmem.capture.sealer import Draft
-from gitmem.index import segments
+from gitmem.index import segments, vectorshards
 from gitmem.index.manifest import index_root, read_manifest
 from gitmem.index.refresh import refresh
+from gitmem.index.vectors import key64
 from gitmem.index.view import IndexView
 from gitmem.retrieval.search import search
 
@@ -175,3 +176,81 @@ def test_new_texts_beyond_the_limit_are_read_from_the_table(tmp_path: Path, limi
             assert view.fulltext.count() == 9
             assert view.vectors is not None and len(view.vectors) == 9
             assert len(search(view, "kingfisher", mode="lexical", limit=20).hits) == 8
+
+
+# the vector index in shards -----------------------------------------------------------------
+@contextmanager
+def tiny_shards(size: int = 4) -> Iterator[None]:
+    with mock.patch.object(vectorshards, "SHARD_VECTORS", size):
+        yield
+
+
+def test_vectors_in_shards_search_as_one_index(tmp_path: Path) -> None:
+    """Texts spread over shards of four vectors: each search gives what one
+    index of every vector gives (each shard is scored exactly, as is a small
+    index), and a refresh fills the last shard before it starts a new one."""
+    repo = scratch_repo(tmp_path / "one")
+    texts = [f"heron {w} nests in the {w} marsh near {i}" for i, w in enumerate("abcdefghijk")]
+    with Memory.open(repo) as mem:
+        notes(mem, texts, T0)
+        refresh(mem)
+        with IndexView.open(repo, refresh=False) as view:
+            expected = {
+                q: search(view, q, mode="vector", limit=5).to_json() for q in ("heron a", "marsh k")
+            }
+    sharded = scratch_repo(tmp_path / "many")
+    with tiny_shards(), Memory.open(sharded) as mem:
+        notes(mem, texts[:6], T0)
+        refresh(mem)
+        assert vectorshards.on_disk(generation_of(sharded)) == [
+            "vectors.usearch",
+            "vectors.1.usearch",
+        ]
+        notes(mem, texts[6:], T0 + 50 * HOUR)
+        refresh(mem)
+        names = vectorshards.on_disk(generation_of(sharded))
+        assert len(names) == 3  # 4 + 4 + 3
+        with IndexView.open(sharded, refresh=False) as view:
+            assert view.vectors is not None and len(view.vectors) == 11
+            assert [len(s) for s in view.vectors.shards] == [4, 4, 3]
+            for query, answer in expected.items():
+                got = search(view, query, mode="vector", limit=5).to_json()
+                # two stores: the same texts, other ids (the salts differ)
+                assert [h["summary"] for h in got["hits"]] == [h["summary"] for h in answer["hits"]]
+                assert [h["components"] for h in got["hits"]] == [
+                    h["components"] for h in answer["hits"]
+                ]
+
+
+def test_a_redaction_rebuilds_every_shard(tmp_path: Path) -> None:
+    repo = scratch_repo(tmp_path / "repo")
+    with tiny_shards(), Memory.open(repo) as mem:
+        ids = notes(mem, [f"kingfisher {i} secret {i}" for i in range(10)], T0)
+        refresh(mem)
+        mem.redact(ids[1], "test")
+        report = refresh(mem)
+        assert "vectors (redaction)" in report.rebuilt
+        with IndexView.open(repo, refresh=False) as view:
+            assert view.vectors is not None and len(view.vectors) == 10  # 9 notes and the redaction
+            assert view.vectors.contains([key64(ids[1])]) == [False]
+        # nothing on disk still holds the redacted text's vector: every shard was rewritten
+        assert len(vectorshards.on_disk(generation_of(repo))) == 3
+
+
+def test_a_damaged_shard_is_rebuilt(tmp_path: Path) -> None:
+    repo = scratch_repo(tmp_path / "repo")
+    with tiny_shards(), Memory.open(repo) as mem:
+        notes(mem, [f"egret {i}" for i in range(9)], T0)
+        refresh(mem)
+        (generation_of(repo) / "vectors.1.usearch").write_bytes(b"not an index" * 10)
+        notes(mem, ["egret late"], T0 + 99 * HOUR)
+        report = refresh(mem)
+        assert report.mode == "incremental" and report.vectors == 10
+        with IndexView.open(repo) as view:
+            assert view.vectors is not None and len(view.vectors) == 10
+
+
+def generation_of(repo: Path) -> Path:
+    manifest = read_manifest(index_root_of(repo))
+    assert manifest is not None
+    return index_root_of(repo) / manifest.generation

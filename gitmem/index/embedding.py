@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitmem.errors import GitmemError, IndexDamagedError
-from gitmem.index.vectors import VECTORS_FILE, Vectors, start_rebuild
+from gitmem.index import vectorshards
+from gitmem.index.vectorshards import VectorShards
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -70,7 +71,7 @@ class VectorSync:
         self.manifest = manifest
         self.report = report
         self.progress = progress
-        self.path = state.directory / VECTORS_FILE
+        self.directory = state.directory
 
     def run(self, new: NewTexts, redacted: list[EventRow], *, enabled: bool) -> None:
         """Bring the vector index in step: add the vectors of ``new`` texts,
@@ -87,8 +88,8 @@ class VectorSync:
             self.manifest.embed_error = str(exc)
             embedder = None
         if embedder is None:
-            if redacted and self.path.exists():
-                self.path.unlink()  # its bytes may hold what was redacted
+            if redacted and vectorshards.on_disk(self.directory):
+                vectorshards.remove_all(self.directory)  # their bytes may hold what was redacted
                 self.manifest.model = None
             if self.manifest.model is None:
                 self.manifest.unembedded = self.state.count_texts()
@@ -105,9 +106,10 @@ class VectorSync:
                 cache.remove([digest(r.get("_old_text", "")) for r in redacted])
             switched = self.manifest.model != embedder.model_id or self.manifest.dim != dim
             vectors = None
-            if not switched and not redacted and self.path.exists():
+            names = vectorshards.on_disk(self.directory)
+            if not switched and not redacted and names:
                 try:
-                    vectors = Vectors(self.path, dim)
+                    vectors = VectorShards.for_update(self.directory, dim, names)
                 except IndexDamagedError:
                     vectors = None
             if vectors is None:
@@ -144,7 +146,7 @@ class VectorSync:
 
     def _add(
         self,
-        vectors: Vectors,
+        vectors: VectorShards,
         embedder: Embedder,
         cache: EmbeddingCache,
         batches: Iterable[list[TextRow]],
@@ -163,10 +165,11 @@ class VectorSync:
         if added:
             vectors.save()
             self.report.vectors += added
+        vectors.close()
 
     def _rebuild(self, embedder: Embedder, cache: EmbeddingCache, dim: int, why: str) -> None:
         total = self.state.count_texts()
-        fresh = start_rebuild(self.path, dim)
+        fresh = VectorShards.fresh(self.directory, dim)
         done = 0
         for batch in self.state.text_rows():
             matrix = self._embed(embedder, cache, [r["text"] for r in batch])

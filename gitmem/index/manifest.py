@@ -56,7 +56,7 @@ class Manifest:
     payloads: str | None  # the payload store's tip
     events: int
     trunk: str | None  # the trunk when this was built (readers need it without libgit2)
-    model: str | None = None  # the embedder whose vectors vectors.usearch holds
+    model: str | None = None  # the embedder whose vectors the vector shards hold
     dim: int | None = None
     unembedded: int = 0  # rows with text but no vector yet (embedding failed or disabled)
     embed_error: str | None = None  # why the last embedding failed; queries then do not retry
@@ -102,13 +102,13 @@ def check_generation(
     """Check the generation's files against the manifest's checksums (the
     vector index too, with ``vectors``); IndexDamagedError when one differs.
     Returns the identities checked (see :func:`integrity.unchanged`)."""
-    from gitmem.index.vectors import VECTORS_FILE
+    from gitmem.index.vectorshards import shard_number
 
     required = (*manifest.segments, tables.MEMBERS_FILE, f"{manifest.fulltext}/meta.json")
     for name in required:
         if name not in manifest.files:
             raise IndexDamagedError(f"the manifest has no checksum for {name}")
-    files = {k: v for k, v in manifest.files.items() if vectors or k != VECTORS_FILE}
+    files = {k: v for k, v in manifest.files.items() if vectors or shard_number(k) is None}
     return integrity.verify(directory, files, deep=deep)
 
 
@@ -116,8 +116,8 @@ def generation_files(directory: Path, fulltext: str, segments: list[str]) -> lis
     """The files of a generation a manifest vouches for: the events table's
     ``segments``, the members table (once written), the full-text
     directory's files (not Tantivy's lock files, which readers create) and
-    the vector index when there is one."""
-    from gitmem.index.vectors import VECTORS_FILE
+    the vector index's shards when there are any."""
+    from gitmem.index.vectorshards import on_disk
 
     names = [*segments]
     if (directory / tables.MEMBERS_FILE).is_file():
@@ -128,6 +128,5 @@ def generation_files(directory: Path, fulltext: str, segments: list[str]) -> lis
                 continue
             if entry.is_file(follow_symlinks=False):
                 names.append(f"{fulltext}/{entry.name}")
-    if (directory / VECTORS_FILE).is_file():
-        names.append(VECTORS_FILE)
+    names.extend(on_disk(directory))
     return names

@@ -166,15 +166,22 @@ class _Run:
         self.cached: dict[int, pa.RecordBatch] = {}
 
     def keys(self) -> pa.Table:
-        """The run's time and id columns."""
+        """The run's time and id columns, copied: a column read from a batch
+        shares the batch's buffer, and fifty runs' whole batches would be
+        the whole table in memory."""
         import pyarrow as pa
 
-        schema = tables.event_schema()
-        batches = [
-            self.reader.get_batch(i).select(["time", "id"])
-            for i in range(self.reader.num_record_batches)
-        ]
-        return pa.Table.from_batches(batches, pa.schema([schema.field("time"), schema.field("id")]))
+        times, ids = [], []
+        for i in range(self.reader.num_record_batches):
+            batch = self.reader.get_batch(i)
+            times.append(batch.column("time"))
+            ids.append(batch.column("id"))
+        if not times:
+            return pa.table({"time": pa.array([], pa.int64()), "id": pa.array([], pa.string())})
+        # concat_arrays allocates new buffers (so do the empty arrays: one array alone is kept as is)
+        time = pa.concat_arrays([*times, pa.array([], pa.int64())])
+        ident = pa.concat_arrays([*ids, pa.array([], pa.string())])
+        return pa.table({"time": time, "id": ident})
 
     def rows(self, lo: int, hi: int) -> pa.Table:
         """Rows ``lo`` … ``hi`` (inclusive); batches before ``lo`` are let go."""

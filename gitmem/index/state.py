@@ -110,6 +110,7 @@ class RefreshState:
         a damaged vector index is removed and rebuilt by the vector sync."""
         from gitmem.index.fulltext import FullText
         from gitmem.index.vectors import VECTORS_FILE
+        from gitmem.index.vectorshards import listed, on_disk
 
         segments = list(manifest.segments)
         try:
@@ -123,14 +124,16 @@ class RefreshState:
             segments = _accept_written(directory, manifest, deep)
             newer = segments != manifest.segments
         dropped = ""
-        vectors = directory / VECTORS_FILE
-        if VECTORS_FILE in manifest.files or vectors.exists() or vectors.is_symlink():
+        shards = listed({*manifest.files, *on_disk(directory)})
+        if shards or (directory / VECTORS_FILE).is_symlink():
             try:
                 written = generations.read_written(directory)
-                generations.verify_part(directory, manifest.files, VECTORS_FILE, written, deep)
+                for name in shards or [VECTORS_FILE]:
+                    generations.verify_part(directory, manifest.files, name, written, deep)
             except IndexDamagedError as exc:
                 dropped = str(exc)
-                generations.remove(vectors)
+                for name in shards or [VECTORS_FILE]:
+                    generations.remove(directory / name)
                 manifest.model = manifest.dim = None  # nothing vouches for any vector now
         # Segments are never rewritten in place, only replaced by new files:
         # those in use were checked above; any other was left by a killed refresh.

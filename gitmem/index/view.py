@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from gitmem.index.compute import Column
     from gitmem.index.fulltext import FullText
     from gitmem.index.keyrows import KeyRows
-    from gitmem.index.vectors import Vectors
+    from gitmem.index.vectorshards import VectorShards
     from gitmem.index.window import IndexWindow
     from gitmem.memory.source import BranchKwargs
     from gitmem.memory.window import BranchWindow
@@ -90,7 +90,7 @@ class IndexView:
             self.directory / tables.MEMBERS_FILE, tables.member_schema()
         )
         self._fulltext: FullText | None = None
-        self._vectors: Vectors | None = None
+        self._vectors: VectorShards | None = None
         self._embedder: Embedder | None = None
         self._embedder_loaded = False
         self._ids: dict[str, int] | None = None
@@ -193,16 +193,16 @@ class IndexView:
         return self._fulltext
 
     @property
-    def vectors(self) -> Vectors | None:
+    def vectors(self) -> VectorShards | None:
         """The vector index (memory-mapped), or None when there is none."""
         if self._closed:
             raise _closed()
         if self._vectors is None and self.manifest.model and self.manifest.dim:
-            from gitmem.index.vectors import VECTORS_FILE, Vectors
+            from gitmem.index.vectorshards import VectorShards, listed
 
-            path = self.directory / VECTORS_FILE
-            if path.exists():
-                self._vectors = Vectors(path, self.manifest.dim, view=True)
+            names = listed(self.manifest.files)
+            if names and all((self.directory / n).exists() for n in names):
+                self._vectors = VectorShards(self.directory, self.manifest.dim, names, view=True)
         return self._vectors
 
     @property
