@@ -151,10 +151,22 @@ class Libgit2Backend:
         )
 
     def read_path(self, tree: str, path: str) -> str | None:
+        root = self._get(tree, "tree")  # a missing or damaged tree is an error, not an absent path
+        # Not ``tree[path]``: pygit2 (1.21) keeps a reference to every key
+        # given to Tree.__getitem__, and a million body lookups kept ~100 MB
+        # of path strings alive. revparse holds none (it reads the object
+        # found, which is cheap for a body).
         try:
-            return str(self._get(tree, "tree")[path].id)
-        except KeyError:
+            found = self.repo.revparse_single(f"{tree}:{path}")
+        except (KeyError, self._pg.InvalidSpecError):  # NotFoundError is a KeyError
             return None
+        except self._pg.GitError:
+            # the object is there but unreadable: its id, for the caller's error
+            try:
+                return str(root[path].id)
+            except KeyError:
+                return None
+        return str(found.id)
 
     def has_object(self, oid: str) -> bool:
         return oid in self.repo
