@@ -1,10 +1,14 @@
 """Benchmark retrieval on a generated store, and print the figures.
 
-    python bench/retrieval.py [--events 100000] [--queries 50] [--cold 10]
+    python bench/retrieval.py [--events 100000] [--sizes 100,500,2000,4000,5000,20000]
+                              [--queries 50] [--cold 10]
 
-In a fresh temporary repository holding N generated events (notes,
+In a fresh temporary repository, one store of generated events (notes,
 observations, decisions, learnings, checkpoints over 1,000 sessions and a
-year of time):
+year of time) grows through each of ``--sizes`` up to ``--events``; at each
+size the index is refreshed (incrementally) and hot search is timed, so the
+sizes around the vector index's exact/HNSW threshold (4,096) are covered
+without building a store per size. At the final size:
 
 * index build: events table + full text, then the embeddings and vector
   index separately (each in a fresh process, with its peak RSS);
@@ -15,8 +19,9 @@ year of time):
 * ``git edda context QUERY --budget 2000`` as a fresh process;
 * sidecar sizes.
 
-Targets on a 2-core machine: hot search p50 <= 10 ms, cold CLI search p50 <=
-400 ms, cold context pack <= 500 ms, incremental refresh of 100 events <= 1 s.
+Targets on a 2-core machine: hot search p50 <= 10 ms at every size, cold CLI
+search p50 <= 400 ms, cold context pack <= 500 ms, incremental refresh of
+100 events <= 1 s.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -35,6 +41,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchenv import calibration, isolated_env, machine, run_python, timed_edda  # noqa: E402
+
+from gitmem.embed.registry import DEFAULT_PROVIDER  # noqa: E402
 
 QUERIES = [
     "connection pool exhausted under load",
@@ -54,8 +62,10 @@ import random, sys
 from gitmem.memory.api import Memory
 from gitmem.capture.sealer import Draft
 
+# events lo..hi-1 of a store of n: a store grown in steps is the same as one made at once
 n, seed, start_us = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-rng = random.Random(seed)
+lo, hi = int(sys.argv[5]), int(sys.argv[6])
+rng = random.Random(seed * 1_000_003 + lo)
 nouns = ("pool connection cache token session query index worker queue webhook payment "
          "schema migration test fixture timezone deploy cluster pod container memory leak "
          "latency request handler router config secret retry backoff lock transaction "
@@ -69,7 +79,7 @@ def sentence():
     return f"the {w[0]} {rng.choice(verbs)} when the {w[1]} {w[2]} is {rng.choice(['full','stale','missing','slow','large'])}; check {w[3]}"
 drafts = []
 year = 365 * 86400 * 10**6
-for i in range(n):
+for i in range(lo, hi):
     t = start_us + int(i * year / n)
     session = f"s{i * 1000 // n:04d}"
     r = rng.random()
@@ -91,7 +101,7 @@ for i in range(n):
                   session=session, time=t)
     drafts.append(d)
 with Memory.open(sys.argv[1]) as m:
-    for s in range(0, n, 5000):
+    for s in range(0, len(drafts), 5000):
         m.append_many(drafts[s:s + 5000])
 """
 
@@ -118,7 +128,7 @@ import json, statistics, sys, time
 from gitmem.index.view import IndexView
 from gitmem.retrieval.search import search
 queries = json.loads(sys.argv[2])
-view = IndexView.open(sys.argv[1])
+view = IndexView.open(sys.argv[1], refresh=False)
 for q in queries[:3]:
     search(view, q, now=1)  # warm: first use opens the full-text reader and embedder
 times = []
@@ -144,34 +154,72 @@ def _size(path: Path) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument(
+        "--sizes",
+        type=lambda text: [int(n) for n in text.split(",") if n],
+        default=[100, 500, 2_000, 4_000, 5_000, 20_000],
+        help="store sizes below --events at which hot search is also timed",
+    )
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--cold", type=int, default=10)
+    parser.add_argument(
+        "--provider",
+        default=None,
+        help="edda.embed.provider (default: gitmem's, minilm, which embeds ~50 texts/s;"
+        " static for every text embedded at large sizes)",
+    )
     args = parser.parse_args()
+    provider = args.provider or f"{DEFAULT_PROVIDER} (the default)"
     start = calibration()
     rng = random.Random(7)
     queries = [
         rng.choice(QUERIES) + f" {rng.choice(['', 'again', 'today'])}" for _ in range(args.queries)
     ]
     rows: list[tuple[str, str]] = []
+    by_size: list[tuple[int, str, float, list[float]]] = []
     with tempfile.TemporaryDirectory(
         prefix="gitmem-bench-retrieval-", ignore_cleanup_errors=True
     ) as tmp:
         base = Path(tmp)
-        env = isolated_env(base)
+        # "Cold" means a fresh process doing the work: no warm daemon answering
+        # for it (bench/agent_hooks.py measures the daemon).
+        env = isolated_env(base) | {"GITMEM_DAEMON": "0"}
+        # One BLAS thread, as git edda runs (gitmem.cli.main): MiniLM's small
+        # matrix products on threads fighting a loaded machine took a query's
+        # embedding from ~15 ms to ~700 ms.
+        env["OPENBLAS_NUM_THREADS"] = "1"
         repo = base / "repo"
         repo.mkdir()
         subprocess.run(["git", "init", "-q"], cwd=repo, env=env, check=True)
+        if args.provider:
+            subprocess.run(
+                ["git", "config", "edda.embed.provider", args.provider],
+                cwd=repo,
+                env=env,
+                check=True,
+            )
         subprocess.run(
             ["git", "commit", "-q", "--allow-empty", "-m", "i"], cwd=repo, env=env, check=True
         )
         start_us = (
             1_704_067_200_000_000  # 2024-01-01: the store and the 100 added later lie in the past
         )
-        t = time.perf_counter()
-        run_python(GENERATE, str(repo), str(args.events), "1", str(start_us), env=env)
-        rows.append(
-            (f"generate {args.events} events (not a target)", f"{time.perf_counter() - t:.1f} s")
-        )
+        sizes = sorted({n for n in args.sizes if 0 < n < args.events} | {args.events})
+        generated, made = 0.0, 0
+        for size in sizes:
+            t = time.perf_counter()
+            run_python(
+                GENERATE, str(repo), str(args.events), "1", str(start_us), str(made), str(size),
+                env=env,
+            )  # fmt: skip
+            generated += time.perf_counter() - t
+            made = size
+            step = json.loads(run_python(PHASE, str(repo), "refresh", "embed", env=env))
+            times = json.loads(run_python(HOT, str(repo), json.dumps(queries), env=env))
+            by_size.append((size, step["report"]["mode"], step["seconds"], times))
+        rows.append((f"generate {args.events} events (not a target)", f"{generated:.1f} s"))
+        # The build below starts cold, as on a new clone: no embedding cache.
+        shutil.rmtree(repo / ".git" / "edda" / "index" / "embeddings", ignore_errors=True)
 
         build = json.loads(run_python(PHASE, str(repo), "rebuild", "no-embed", env=env))
         rows.append(
@@ -187,7 +235,8 @@ def main() -> int:
                 f"{vec['seconds']:.1f} s ({vec['report']['embedded']} distinct texts), peak RSS {vec['rss_mb']:.0f} MB",
             )
         )
-        run_python(GENERATE, str(repo), "100", "2", str(start_us + 366 * 86400 * 10**6), env=env)
+        later = str(start_us + 366 * 86400 * 10**6)
+        run_python(GENERATE, str(repo), "100", "2", later, "0", "100", env=env)
         inc = json.loads(run_python(PHASE, str(repo), "refresh", "embed", env=env))
         rows.append(
             (
@@ -236,16 +285,27 @@ def main() -> int:
         manifest = json.loads((index / "manifest.json").read_text())
         gen = index / manifest["generation"]
         sizes = {
-            "events.arrow": _size(gen / "events.arrow"),
+            "events table": sum(_size(gen / n) for n in manifest.get("segments", ["events.arrow"])),
             "members.arrow": _size(gen / "members.arrow"),
             "full text": _size(gen / manifest["fulltext"]),
-            "vectors.usearch": _size(gen / "vectors.usearch"),
+            "vectors": sum(_size(p) for p in gen.glob("vectors*.usearch")),
             "embedding cache": _size(index / "embeddings"),
         }
         rows.append(
             ("sidecar sizes", ", ".join(f"{k} {v / 2**20:.1f} MB" for k, v in sizes.items()))
         )
-    print(f"retrieval benchmark: {args.events} events, {machine()} (at the start: {start:.0f} ms)")
+    print(
+        f"retrieval benchmark: {args.events} events, {machine()} (at the start: {start:.0f} ms);"
+        f" embeddings: {provider}, observations not embedded (edda.embed.types)"
+    )
+    print(
+        "  hot hybrid search as the store grows (in-process, warm; refresh of the step before it):"
+    )
+    for size, mode, seconds, times in by_size:
+        print(
+            f"    {size:>8,} events  p50 {_pct(times, 0.5):5.1f} ms  p95 {_pct(times, 0.95):5.1f} ms"
+            f"  ({mode} refresh {seconds:.1f} s)"
+        )
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
         print(f"  {name:<{width}}  {value}")

@@ -56,7 +56,7 @@ def test_close_releases_the_files_and_a_closed_view_refuses(heron_notes: Path) -
     generation = view.directory
     if LINUX:
         names = {Path(p).name for p in held(generation)}
-        assert {"events.arrow", "members.arrow", "vectors.usearch"} <= names
+        assert {*view.manifest.segments, "members.arrow", "vectors.usearch"} <= names
     view.close()
     assert view.closed
     if LINUX:
@@ -94,3 +94,35 @@ def test_leaving_the_block_by_an_error_closes_the_view(heron_notes: Path) -> Non
     with pytest.raises(KeyError), IndexView.open(heron_notes, embed=False) as view:
         raise KeyError("boom")
     assert view.closed
+
+
+def test_a_view_keeps_one_window_per_branch_and_follows_a_checkout(tmp_path: Path) -> None:
+    """Windows (and their decision book) are kept per view, keyed by the
+    branch they resolve to: a checkout between two queries of a long-lived
+    view reads the other branch, never the first one's cached answers."""
+    repo = init_repo(tmp_path / "repo")
+    git(repo, "config", "edda.fsync", "false")
+    git(repo, "config", "edda.followTrunk", "none")
+    with Memory.open(repo) as mem:
+        mem.decide("db", "postgres")
+        git(repo, "checkout", "-q", "-b", "feat")
+        mem.decide("db", "sqlite")
+        git(repo, "checkout", "-q", "main")
+    with IndexView.open(repo) as view:
+        first = view.window({})
+        assert view.window({}) is first  # the same branch: the same window
+        assert first.book() is first.book()
+        on_main = [o.text for o in first.book().outlines(superseded=False)]
+        git(repo, "checkout", "-q", "feat")
+        other = view.window({})
+        assert other is not first
+        on_feat = [o.text for o in other.book().outlines(superseded=False)]
+        assert any("postgres" in line for line in on_main)
+        assert any("sqlite" in line for line in on_feat)
+        assert not any("sqlite" in line for line in on_main)
+        # the pool mask follows the checkout too
+        assert search(view, "sqlite", mode="lexical").hits
+        git(repo, "checkout", "-q", "main")
+        assert not search(view, "sqlite", mode="lexical").hits
+    with pytest.raises(UsageError):
+        view.window({})

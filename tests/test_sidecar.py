@@ -260,7 +260,7 @@ def test_the_index_manifest_keeps_its_bytes() -> None:
     byte for byte as before (sorted keys, one-space indent, ASCII), its
     checksum the CRC-32 of the other fields as canonical JSON."""
     manifest = Manifest(
-        5,
+        6,
         "g-1-abc",
         "fulltext-0a0b0c",
         {"refs/edda/branches/main": "a" * 40, "refs/edda/branches/\u00e9": "b" * 40},
@@ -271,20 +271,22 @@ def test_the_index_manifest_keeps_its_bytes() -> None:
         256,
         2,
         "boom \u00fc",
-        {"events.arrow": "10:0000abcd", "fulltext-0a0b0c/meta.json": "3:12345678"},
+        {"events-0a0b0c0d.arrow": "10:0000abcd", "fulltext-0a0b0c/meta.json": "3:12345678"},
+        ["events-0a0b0c0d.arrow"],
     )
     expected = (
-        '{\n "checksum": "5c7e049f",\n "dim": 256,\n "embed_error": "boom \\u00fc",\n'
-        ' "events": 12,\n "files": {\n  "events.arrow": "10:0000abcd",\n'
+        '{\n "checksum": "dbeff789",\n "dim": 256,\n "embed_error": "boom \\u00fc",\n'
+        ' "events": 12,\n "files": {\n  "events-0a0b0c0d.arrow": "10:0000abcd",\n'
         '  "fulltext-0a0b0c/meta.json": "3:12345678"\n },\n'
         ' "fulltext": "fulltext-0a0b0c",\n "generation": "g-1-abc",\n "model": "static-x",\n'
-        f' "payloads": "{"c" * 40}",\n "tips": {{\n'
+        f' "payloads": "{"c" * 40}",\n "segments": [\n  "events-0a0b0c0d.arrow"\n ],\n'
+        f' "tips": {{\n'
         f'  "refs/edda/branches/main": "{"a" * 40}",\n'
         f'  "refs/edda/branches/\\u00e9": "{"b" * 40}"\n }},\n'
-        ' "trunk": "main",\n "unembedded": 2,\n "version": 5\n}'
+        ' "trunk": "main",\n "unembedded": 2,\n "version": 6\n}'
     )
     assert sidecar_manifest.encode(manifest).decode() == expected
-    assert manifest.checksum == "5c7e049f"
+    assert manifest.checksum == "dbeff789"
 
 
 def test_the_index_manifest_is_read_through_the_shared_code(tmp_path: Path) -> None:
@@ -294,6 +296,13 @@ def test_the_index_manifest_is_read_through_the_shared_code(tmp_path: Path) -> N
     (tmp_path / "g-1").mkdir()
     write_manifest(tmp_path, manifest)
     assert read_manifest(tmp_path) == manifest
+    manifest.segments = ["../events-0a0b0c0d.arrow"]  # and the segments' names
+    write_manifest(tmp_path, manifest)
+    assert read_manifest(tmp_path) is None
+    manifest.segments = ["vectors.usearch"]
+    write_manifest(tmp_path, manifest)
+    assert read_manifest(tmp_path) is None
+    manifest.segments = []
     manifest.fulltext = "../outside"  # the index's own name is checked too
     write_manifest(tmp_path, manifest)
     assert read_manifest(tmp_path) is None

@@ -463,3 +463,99 @@ def test_verify_json_lists_problems_with_location_keys(chain_repo: Path) -> None
         assert set(problem) <= {"message", "ref", "commit", "object", "event", "field"}
         assert None not in problem.values()
     no_traceback(out, err)
+
+
+# incremental: only what is new since the last clean verification --------------------------
+def test_incremental_checks_only_what_is_new(chain_repo: Path) -> None:
+    with Memory.open(chain_repo) as mem:
+        first = mem.verify(incremental=True)  # no record yet: everything
+        assert first.ok and first.mode == "full" and first.fallback
+        assert first.events == len(located(chain_repo))
+        again = mem.verify(incremental=True)
+        assert again.ok and again.mode == "incremental" and not again.fallback
+        assert (again.commits, again.events, again.payloads) == (0, 0, 0)
+        mem.note("sixth note")
+        mem.append_many([])  # nothing
+        mem.note("seventh note", branch="b1")
+        report = mem.verify(incremental=True)
+        assert report.ok and report.mode == "incremental"
+        assert (report.commits, report.events, report.payloads) == (2, 2, 2)
+        assert mem.verify().events == len(located(chain_repo))  # a full one still sees all
+
+
+def test_incremental_finds_damage_in_new_events(chain_repo: Path) -> None:
+    with Memory.open(chain_repo) as mem:
+        assert mem.verify().ok
+        new = mem.note("a note whose payload is then tampered with")
+    rewrite_payload_store(
+        chain_repo, {layout.payload_path(new.id): canonical.encode({"text": "something else"})}
+    )
+    with Memory.open(chain_repo) as mem:
+        report = mem.verify(incremental=True)
+        assert report.mode == "incremental"
+        assert {p.event for p in report.problems} == {new.id}
+        assert any("digest" in p.message for p in report.problems)
+        # a verification that found problems is not recorded: they are found again
+        assert {p.event for p in mem.verify(incremental=True).problems} == {new.id}
+
+
+def test_incremental_falls_back_when_old_memory_changed(chain_repo: Path) -> None:
+    """An old event's payload altered, a chain rewound, or a damaged record:
+    only a full verification can be sound, and it finds what changed."""
+    with Memory.open(chain_repo) as mem:
+        assert mem.verify().ok
+    old = located(chain_repo)[0].envelope["id"]
+    rewrite_payload_store(
+        chain_repo, {layout.payload_path(old): canonical.encode({"text": "forged"})}
+    )
+    with Memory.open(chain_repo) as mem:
+        report = mem.verify(incremental=True)
+        assert report.mode == "full" and "changed" in report.fallback
+        assert {p.event for p in report.problems} == {old}
+
+    repo = make_repo(chain_repo.parent / "rewound", events=3)
+    with Memory.open(repo) as mem:
+        mem.note("a note the rewind drops")
+        assert mem.verify().ok
+        ref = layout.branch_ref("main")
+        tip = mem.backend.read_ref(ref)
+        assert tip is not None
+        parent = mem.backend.read_commit(tip).parents[0]
+    pygit2.Repository(str(repo)).references.create(ref, parent, force=True)
+    with Memory.open(repo) as mem:
+        report = mem.verify(incremental=True)
+        assert report.mode == "full" and "descends" in report.fallback and report.ok
+
+    record = repo / ".git" / "edda" / "verify" / "ids.u64"
+    record.write_bytes(record.read_bytes()[:-1] + b"\x00")
+    with Memory.open(repo) as mem:
+        report = mem.verify(incremental=True)
+        assert report.mode == "full" and "no record" in report.fallback
+
+
+def test_incremental_checks_a_redaction_of_an_old_event(chain_repo: Path) -> None:
+    with Memory.open(chain_repo) as mem:
+        assert mem.verify().ok
+        target = mem.note("a secret, later redacted")
+        assert mem.verify(incremental=True).ok
+        mem.redact(target.id, "leaked")
+        report = mem.verify(incremental=True)
+        assert report.ok and report.mode == "incremental" and report.redacted == 1
+    # the payload comes back (a store rewritten behind gitmem's back)
+    rewrite_payload_store(
+        chain_repo, {layout.payload_path(target.id): canonical.encode({"text": "again"})}
+    )
+    with Memory.open(chain_repo) as mem:
+        report = mem.verify(incremental=True)
+        assert not report.ok
+        assert any("still in the store" in p.message for p in report.problems)
+
+
+def test_cli_verify_incremental(chain_repo: Path) -> None:
+    code, out, err = cli(chain_repo, "verify", "--incremental")
+    assert code == 0, err
+    assert "checked everything: no record" in out
+    code, out, err = cli(chain_repo, "verify", "--incremental", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["mode"] == "incremental" and data["commits"] == 0 and data["fallback"] is None

@@ -141,7 +141,7 @@ def generate() -> dict[str, bytes]:
                 "time": 0,
             },
             "attachment_min_bytes": layout.ATTACHMENT_MIN_BYTES,
-            "state_dir": "<git common dir>/edda: spool/, clock, lock, purge-list, pruned, active/, intents/, log/, index/",
+            "state_dir": "<git common dir>/edda: spool/, clock, lock, purge-list, pruned, active/, intents/, log/, index/, verify/, redactions.json",
         }
     )
     files.update(_index_formats())
@@ -178,7 +178,7 @@ def _parquet_format() -> dict[str, Any]:
 
 def _index_formats() -> dict[str, bytes]:
     """The derived sidecar indexes (never the source of truth, but still read back)."""
-    from gitmem.index import fulltext, table, vectors
+    from gitmem.index import fulltext, segments, table, vectors, vectorshards
     from gitmem.index.manifest import INDEX_DIR, INDEX_VERSION, MANIFEST, Manifest
     from gitmem.sidecar import integrity
     from gitmem.sidecar.generations import WRITTEN
@@ -206,12 +206,14 @@ def _index_formats() -> dict[str, bytes]:
             MANIFEST: "index-manifest.v1.schema.json",
             "lock": "flock held by the one process building",
             "g-<time>-<hex>/": "one generation; the manifest names the current one",
-            f"g-*/{table.EVENTS_FILE}": "Arrow IPC file, one row per event sorted by (time, id)",
+            f"g-*/{segments.SEGMENT_PREFIX}<hex>.arrow": f"the events table's segments, in the manifest's order: Arrow IPC files of at most {segments.SEGMENT_ROWS} rows, together one row per event sorted by (time, id)",
             f"g-*/{table.MEMBERS_FILE}": "Arrow IPC file, (ref, commit): which chain reaches which memory commit",
             f"g-*/{fulltext.FULLTEXT_DIR}-<hex>/": "Tantivy index directory",
-            f"g-*/{vectors.VECTORS_FILE}": "usearch index: metric cos, dtype i8, key = int(id[:16], 16)",
+            f"g-*/{vectors.VECTORS_FILE}": "usearch index: metric cos, dtype i8, key = int(id[:16], 16); the vector index's first shard",
+            "g-*/vectors.<n>.usearch": f"the vector index's further shards (n = 1, 2, ...), at most {vectorshards.SHARD_VECTORS} vectors each",
             f"g-*/{integrity.STAMP_FILE}": "{path: [dev, inode, size, mtime_ns, ctime_ns, checksum]}: files whose checksum was verified as they are now",
-            f"g-*/{WRITTEN}": "{files, checksum}: the checksums of the files as the last refresh wrote them",
+            f"g-*/{WRITTEN}": "{files, order, checksum}: the checksums of the files as the last refresh wrote them, and its segments in order",
+            "g-*/.run-*.tmp": "temporary sorted runs of rows while a refresh merges them into the table",
             "embeddings/<model slug>/": "embedding cache: meta.json, digests.<g>.bin (32-byte sha256 of the text), vectors.<g>.f16",
         },
         "events_table": arrow(table.event_schema()),
@@ -221,6 +223,7 @@ def _index_formats() -> dict[str, bytes]:
             "text": "simple tokenizer, remove_long(40), lowercase, ascii_fold, English stop words, English stemmer",
             "words": "simple tokenizer, remove_long(40), lowercase, ascii_fold (typo matching)",
             "cjk": "character bigrams of CJK runs, whitespace tokenizer",
+            "head": "the text's first line, analysed as text (a query word found there counts once more)",
         },
     }
     return {

@@ -198,10 +198,11 @@ def refresh_index(mem: Memory) -> int | None:
     return None if report is None else report.redacted
 
 
-def verify(repo: Repo = None) -> Report:
-    """Re-derive every digest and link of memory."""
+def verify(repo: Repo = None, *, incremental: bool = False) -> Report:
+    """Re-derive every digest and link of memory (with ``incremental``, only
+    those new since the last clean verification)."""
     with open_memory(repo) as mem:
-        report: Report = mem.verify()
+        report: Report = mem.verify(incremental=incremental)
         return report
 
 

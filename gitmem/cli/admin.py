@@ -167,16 +167,27 @@ def gc(*, common: Common = DEFAULT_COMMON) -> Output:
 
 
 @app.command
-def verify(*, common: Common = DEFAULT_COMMON) -> Output:
-    """Re-derive every digest and link; exit 4 when anything is wrong."""
+def verify(*, incremental: bool = False, common: Common = DEFAULT_COMMON) -> Output:
+    """Re-derive every digest and link; exit 4 when anything is wrong.
+
+    Parameters
+    ----------
+    incremental
+        Check only the commits and payloads new since the last verification
+        that found nothing wrong (everything when that cannot be sound).
+    """
     from gitmem.app import admin
 
-    report = admin.verify(common.repo)
+    report = admin.verify(common.repo, incremental=incremental)
+    new = "new " if report.mode == "incremental" else ""
     lines = [
-        f"checked {plural(report.refs, 'ref')}, {plural(report.commits, 'commit')},"
-        f" {plural(report.events, 'event')}, {plural(report.payloads, 'payload')},"
-        f" {report.redacted} redacted"
+        f"checked {plural(report.refs, 'ref')}, {report.commits} {new}commit"
+        f"{'' if report.commits == 1 else 's'}, {plural(report.events, new + 'event')},"
+        f" {plural(report.payloads, 'payload')}, {report.redacted} redacted"
+        + (" (incremental: since the last clean verification)" if new else "")
     ]
+    if report.fallback:
+        lines.append(f"checked everything: {report.fallback}")
     lines += [f"problem: {p}" for p in report.problems]
     lines += [f"warning: {w}" for w in report.warnings]
     lines.append("ok" if report.ok else f"{plural(len(report.problems), 'problem')} found")

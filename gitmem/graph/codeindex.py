@@ -811,7 +811,7 @@ class CodeIndex:
         self._embedder: Embedder | None = None
         self._embedder_loaded = False
         self._rows: dict[int, int] | None = None
-        self._sample: NDArray[np.float32] | None = None  # the fusion floor's unit vectors
+        self._sample: fusions.FloorSample | None = None  # the fusion floor's vectors
 
     @classmethod
     def open(
@@ -1045,18 +1045,15 @@ class CodeIndex:
 
         assert self.vectors is not None
         if allowed is None and self._sample is not None:
-            matrix = self._sample
+            sample = self._sample
         else:
             keys = np.asarray(self.table.column("key").to_numpy(), dtype=np.uint64)
             if allowed is not None:
                 keys = keys[sorted(allowed)]
-            matrix = fusions.unit_rows(self.vectors, fusions.sample(keys))
+            sample = fusions.FloorSample(self.vectors, fusions.sample(keys))
             if allowed is None:
-                self._sample = matrix
-        if not len(matrix):
-            return 0.0
-        norm = max(float(np.linalg.norm(q)), 1e-12)
-        return float(np.min(matrix @ np.asarray(q, dtype=np.float32))) / norm
+                self._sample = sample
+        return sample.floor(q)
 
     def _vector_scores(self, q: NDArray[np.float32], rows: Sequence[int]) -> dict[int, float]:
         """row -> cosine of these chunks (absent: the chunk has no vector)."""

@@ -2,8 +2,9 @@
 
 Under ``<git common dir>/edda/index/`` gitmem keeps, per repository:
 
-* ``events.arrow``: an Arrow IPC table with one row per event (memory-mapped
-  by readers; see :mod:`gitmem.index.table`);
+* ``events-<hex>.arrow``: an Arrow IPC table with one row per event, in
+  segments (memory-mapped by readers; see :mod:`gitmem.index.table` and
+  :mod:`gitmem.index.segments`);
 * ``fulltext/``: a Tantivy full-text index (:mod:`gitmem.index.fulltext`);
 * ``vectors.usearch``: a usearch vector index of event texts
   (:mod:`gitmem.index.vectors`), with an embedding cache by content digest;

@@ -12,13 +12,16 @@ from typing import TYPE_CHECKING, Any
 
 from gitmem.errors import GitmemError, IndexDamagedError
 from gitmem.index import table as tables
-from gitmem.index.eventrow import blank, event_row, text_only
+from gitmem.index.eventrow import blank, event_row
 from gitmem.index.manifest import Manifest, generation_files, read_manifest, write_manifest
+from gitmem.index.segments import NewTexts, Runs, remove_stale
 from gitmem.index.state import Progress, RefreshReport, RefreshState
 from gitmem.records import layout
 from gitmem.sidecar import generations
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from gitmem.index.fulltext import TextDoc
     from gitmem.memory.api import Memory
 
@@ -63,9 +66,9 @@ class Builder:
             if state.dropped_vectors:
                 report.warnings.append(f"vector index rebuilt: {state.dropped_vectors}")
             before = (manifest.model, manifest.dim, manifest.unembedded, manifest.embed_error)
-            self._vectors(state, manifest, report, new_texts=[])
+            removed = self._vectors(state, manifest, report, new_texts=NewTexts())
             after = (manifest.model, manifest.dim, manifest.unembedded, manifest.embed_error)
-            if before != after or report.vectors or state.dropped_vectors:
+            if before != after or report.vectors or removed or state.dropped_vectors:
                 self._commit(state, manifest, tips, payloads, report)
             return report
         report = RefreshReport("incremental")
@@ -103,8 +106,7 @@ class Builder:
         report: RefreshReport,
     ) -> None:
         known_commits = state.member_commits()
-        known_ids = state.ids()
-        members: list[tables.MemberRow] = []
+        members: list[pa.Table] = []
         to_read: list[tuple[str, str]] = []  # (commit, ref)
         seen_commits: set[str] = set()
         for ref in sorted(tips):
@@ -113,65 +115,65 @@ class Builder:
                 continue
             commits = self.backend.commits_between([tips[ref]], [old] if old else [])
             have = state.commits_of(ref)
-            members.extend({"ref": ref, "commit": c} for c in commits if c not in have)
+            members.append(tables.member_table(ref, [c for c in commits if c not in have]))
             for commit in commits:
                 if commit in known_commits or commit in seen_commits:
                     continue
                 seen_commits.add(commit)
                 to_read.append((commit, ref))
+        del known_commits, seen_commits
         tree = self.ledger.payload_tree(payloads) if payloads else None
-        # Rows are made as each commit is read, never holding every envelope
-        # at once (at 100,000 events the envelope dicts alone took ~250 MB).
-        new_rows: list[tables.EventRow] = []
-        for done, (commit, ref) in enumerate(to_read, 1):
-            for envelope, event_ref, _commit in self._envelopes(commit, ref):
-                if envelope["id"] in known_ids:
-                    continue
-                known_ids.add(envelope["id"])
-                body, _ = self.ledger.checked_body(tree, envelope)
-                new_rows.append(event_row(envelope, body, event_ref, commit))
-            self.progress("reading memory commits", done, len(to_read))
-        # Bodies that were missing may have arrived (a payload store merged by sync).
-        revived: list[tables.EventRow] = []
-        if payloads != manifest.payloads:
-            for row in state.missing_rows():
-                envelope = json.loads(row["envelope"])
-                body, _ = self.ledger.checked_body(tree, envelope)
-                if body is not None:
-                    revived.append(event_row(envelope, body, row["ref"], row["commit"]))
-        # A payload altered behind gitmem's back under an indexed event: its
-        # text is no longer vouched for, so the row loses it, as Memory's
-        # readers show "payload does not match its envelope".
-        altered = self._altered(state, manifest.payloads, payloads, tree)
-        # Redactions: every target of a redaction event loses its text everywhere.
-        targets = {r["target"] for r in new_rows if r["type"] == "redaction" and r["target"]}
-        targets |= state.redaction_targets()
-        for row in new_rows:
-            if row["id"] in targets:
+        # Rows go to sorted run files as they are made (a few thousand in
+        # memory at a time): at a million events the rows alone would take
+        # gigabytes. Duplicates, and rows already in the table, are dropped
+        # when the runs are merged into it.
+        runs = Runs(state.directory)
+        targets = state.redaction_targets()
+        try:
+            for done, (commit, ref) in enumerate(to_read, 1):
+                for envelope, event_ref, _commit in self._envelopes(commit, ref):
+                    body, _ = self.ledger.checked_body(tree, envelope)
+                    row = event_row(envelope, body, event_ref, commit)
+                    if row["type"] == "redaction" and row["target"]:
+                        targets.add(row["target"])
+                    runs.add(row)
+                self.progress("reading memory commits", done, len(to_read))
+            runs.flush()
+            # Bodies that were missing may have arrived (a payload store merged by sync).
+            revived: list[tables.EventRow] = []
+            if payloads != manifest.payloads:
+                for row in state.missing_rows():
+                    envelope = json.loads(row["envelope"])
+                    body, _ = self.ledger.checked_body(tree, envelope)
+                    if body is not None and row["id"] not in targets:
+                        revived.append(event_row(envelope, body, row["ref"], row["commit"]))
+            # A payload altered behind gitmem's back under an indexed event: its
+            # text is no longer vouched for, so the row loses it, as Memory's
+            # readers show "payload does not match its envelope".
+            altered = self._altered(state, manifest.payloads, payloads, tree)
+            # Redactions: every target of a redaction event loses its text
+            # everywhere (new rows are blanked as they are merged).
+            newly_redacted = state.unredacted_rows(targets)
+            for row in newly_redacted:
                 blank(row)
-        revived = [r for r in revived if r["id"] not in targets]
-        newly_redacted = state.unredacted_rows(targets)
-        for row in newly_redacted:
-            blank(row)
-        report.added = len(new_rows)
+            replaced = [*revived, *newly_redacted, *altered]
+            self.progress("events table", 0, runs.count)
+            merged = state.update_events(runs, replaced, blank=targets)
+            self.progress("events table", runs.count, runs.count)
+        finally:
+            runs.close()
+        state.add_members(members)
+        report.added = merged.added
         report.redacted = len(newly_redacted)
-
-        replaced = [*revived, *newly_redacted, *altered]
-        state.update_tables(new_rows, replaced, members)
-        # The table has its own copy now; what follows needs only the text.
-        new_texts = [text_only(r) for r in new_rows]
-        revived_texts = [text_only(r) for r in revived]
-        del new_rows, revived
         lost_text = [r for r in [*newly_redacted, *altered] if not r["was_missing"]]
-        texts = [r for r in [*new_texts, *revived_texts] if r["text"]]
-        if lost_text or state.fulltext is None:
+        if lost_text or state.fulltext is None or merged.texts.overflow:
             if lost_text:
                 report.rebuilt.append("fulltext")
             manifest.fulltext = state.rebuild_fulltext(self.progress)
         else:
-            state.fulltext.update(_docs(texts))
+            state.fulltext.update(_docs(merged.texts.batches()))
             self._vouch(state, manifest)  # the full text changed in place
-        self._vectors(state, manifest, report, new_texts=texts, redacted=lost_text)
+        self._vectors(state, manifest, report, new_texts=merged.texts, redacted=lost_text)
         self._vouch(state, manifest)
         self._commit(state, manifest, tips, payloads, report)
 
@@ -221,9 +223,11 @@ class Builder:
         manifest: Manifest,
         report: RefreshReport,
         *,
-        new_texts: list[tables.TextRow],
+        new_texts: NewTexts,
         redacted: list[tables.EventRow] | tuple[()] = (),
-    ) -> None:
+    ) -> int:
+        """Bring the vectors in step; returns how many vectors were removed
+        (their files changed, so the manifest must vouch for them again)."""
         from gitmem.index.embedding import VectorSync, embed_budget
 
         budget: float | None = None
@@ -237,14 +241,15 @@ class Builder:
             self.mem, self.root, state, manifest, report, self.progress, budget=budget
         )
         sync.run(new_texts, list(redacted), enabled=self.embed, reconcile=self.embed_all)
+        return sync.removed
 
     def _vouch(self, state: RefreshState, manifest: Manifest) -> dict[str, str]:
         """Checksum the generation's files as they are now (only files new or
         rewritten since their last checksum are read) and record them in
         ``written.json``: should this process die before writing the manifest,
         the next refresh knows these files are its own work, not damage."""
-        names = generation_files(state.directory, manifest.fulltext)
-        return generations.write_written(state.directory, names)
+        names = generation_files(state.directory, manifest.fulltext, state.segments)
+        return generations.write_written(state.directory, names, order=state.segments)
 
     def _commit(
         self,
@@ -257,6 +262,7 @@ class Builder:
         state.write_tables()
         # Every file is final now: the manifest vouches for their checksums.
         manifest.files = self._vouch(state, manifest)
+        manifest.segments = list(state.segments)
         manifest.tips = dict(tips)
         manifest.payloads = payloads
         manifest.events = state.count()
@@ -267,6 +273,7 @@ class Builder:
             manifest.trunk = None
         write_manifest(self.root, manifest)
         state.remove_stale_fulltext(manifest.fulltext)
+        remove_stale(state.directory, manifest.segments)
         if report.redacted:
             # Text just redacted may survive elsewhere: in a generation left
             # by a build that was killed, or a temporary file of a killed write.
@@ -274,8 +281,9 @@ class Builder:
             generations.remove_temporary(state.directory)
 
 
-def _docs(rows: list[tables.TextRow]) -> Iterator[TextDoc]:
+def _docs(batches: Iterator[list[tables.TextRow]]) -> Iterator[TextDoc]:
     from gitmem.index.fulltext import TextDoc
 
-    for row in rows:
-        yield TextDoc(row["id"], row["key64"], row["text"])
+    for rows in batches:
+        for row in rows:
+            yield TextDoc(row["id"], row["key64"], row["text"])

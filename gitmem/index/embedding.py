@@ -31,22 +31,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitmem.errors import GitmemError, IndexDamagedError, UsageError
-from gitmem.index.vectors import VECTORS_FILE, Vectors, rebuild
+from gitmem.index import vectorshards
+from gitmem.index.vectorshards import VectorShards
 from gitmem.storage.gitconfig import Config, get_last
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     import numpy as np
+    import pyarrow as pa
     from numpy.typing import NDArray
 
     from gitmem.embed.base import Embedder
     from gitmem.embed.cache import EmbeddingCache
     from gitmem.index.manifest import Manifest
+    from gitmem.index.segments import NewTexts
     from gitmem.index.state import Progress, RefreshReport, RefreshState
-    from gitmem.index.table import EventRow, TextRow
+    from gitmem.index.table import EventRow
     from gitmem.memory.api import Memory
 
 EMBED_DIR = "embeddings"
-CHUNK = 4096  # texts embedded per batch between progress reports
+CHUNK = 4096  # texts embedded per call of the embedder, between progress reports
 DEFAULT_BUDGET = 0.25  # seconds of embedding per refresh (edda.embed.budget)
 DEFAULT_SKIPPED = ("observation",)  # event types without vectors unless edda.embed.types says
 # manifest.embed_error of a refresh whose budget ran out (not a failure: the
@@ -134,7 +139,9 @@ class VectorSync:
     """One refresh's work on the vector index (see the module docstring).
 
     ``budget`` is how long it may embed, in seconds (None: until every text
-    has its vector, as ``git edda index`` does)."""
+    has its vector, as ``git edda index`` does). Texts are read, embedded
+    and added a few thousand at a time, newest first: a build of a million
+    events never holds their texts or vectors all at once."""
 
     def __init__(
         self,
@@ -154,23 +161,25 @@ class VectorSync:
         self.report = report
         self.progress = progress
         self.budget = budget
-        self.path = state.directory / VECTORS_FILE
+        self.directory = state.directory
         self.types: frozenset[str] | None = None
         self.deadline: float | None = None
+        self.removed = 0  # vectors removed (types no longer embedded): the files changed
 
     def run(
         self,
-        new: list[TextRow],
+        new: NewTexts,
         redacted: list[EventRow],
         *,
         enabled: bool,
         reconcile: bool = False,
     ) -> None:
-        """Bring the vectors in step after ``new`` rows were added and the
-        ``redacted`` ones lost their text. ``reconcile`` looks at every row
-        (not only the new ones and those known to wait): after a change of
-        ``edda.embed.types``, what lacks a vector is embedded and what should
-        not have one loses it."""
+        """Bring the vectors in step after the ``new`` texts were added and the
+        ``redacted`` rows lost their text: add the new texts' vectors, or
+        rebuild the index (another model, redacted text, a damaged file).
+        ``reconcile`` looks at every row (not only the new ones and those
+        known to wait): after a change of ``edda.embed.types``, what lacks a
+        vector is embedded and what should not have one loses it."""
         self.manifest.embed_error = None
         embedder: Embedder | None = None
         try:
@@ -181,15 +190,15 @@ class VectorSync:
         except GitmemError as exc:
             self.report.warnings.append(f"embeddings disabled: {exc}")
             self.manifest.embed_error = str(exc)
-        wanted = [r for r in new if self._wanted(r.get("type"))]
+        wanted = new.wanted(self.types)
         if embedder is None:
-            if redacted and self.path.exists():
-                self.path.unlink()  # its bytes may hold what was redacted
+            if redacted and vectorshards.on_disk(self.directory):
+                vectorshards.remove_all(self.directory)  # their bytes may hold what was redacted
                 self.manifest.model = None
             if self.manifest.model is None:
                 self.manifest.unembedded = self._count_wanted()
             else:
-                self.manifest.unembedded += len(wanted)
+                self.manifest.unembedded += wanted
             return
         from gitmem.embed.base import Preloading
         from gitmem.embed.cache import EmbeddingCache, digest
@@ -205,9 +214,10 @@ class VectorSync:
                 cache.remove([digest(r.get("_old_text", "")) for r in redacted])
             switched = self.manifest.model != embedder.model_id or self.manifest.dim != dim
             vectors = None
-            if not switched and not redacted and self.path.exists():
+            names = vectorshards.on_disk(self.directory)
+            if not switched and not redacted and names:
                 try:
-                    vectors = Vectors(self.path, dim)
+                    vectors = VectorShards.for_update(self.directory, dim, names)
                 except IndexDamagedError:
                     vectors = None
             self.deadline = None if budget is None else time.monotonic() + budget
@@ -215,13 +225,19 @@ class VectorSync:
                 why = "model" if switched else "redaction" if redacted else "unreadable"
                 left = self._rebuild(embedder, cache, dim, why=why)
             else:
-                if reconcile:
-                    self._drop_unwanted(vectors)
-                if reconcile or self.manifest.unembedded:
-                    rows = self._missing(vectors)
-                else:
-                    rows = [(r["key64"], r["text"]) for r in reversed(wanted)]  # newest first
-                left = self._add(vectors, embedder, cache, rows)
+                try:
+                    if reconcile:
+                        self._drop_unwanted(vectors)
+                    # After a failed or deferred embedding, or more new rows
+                    # than a refresh keeps: every text of the table is looked at.
+                    if reconcile or self.manifest.unembedded or new.overflow:
+                        pieces = self._table_texts()
+                        total = max(self.manifest.unembedded, wanted)
+                    else:
+                        pieces, total = new.newest_first(self.types), wanted
+                    left = self._add(vectors, embedder, cache, pieces, total)
+                finally:
+                    vectors.close()
             self.manifest.model = embedder.model_id
             self.manifest.dim = dim
             self.manifest.unembedded = left
@@ -230,12 +246,9 @@ class VectorSync:
         except GitmemError as exc:
             self.report.warnings.append(f"vectors not updated: {exc}")
             self.manifest.embed_error = str(exc)
-            self.manifest.unembedded += len(wanted)
+            self.manifest.unembedded += wanted
 
     # -- which rows ----------------------------------------------------------------------
-    def _wanted(self, event_type: object) -> bool:
-        return self.types is None or event_type in self.types
-
     def _mask(self, wanted: bool = True) -> object:
         """Rows with text whose type gets (``wanted``) or does not get a vector."""
         from gitmem.index import compute as pc
@@ -252,25 +265,23 @@ class VectorSync:
 
         return len(pc.filter(self.state.events.column("key64"), self._mask()))
 
-    def _missing(self, vectors: Vectors) -> list[Row]:
-        """Rows that should have a vector and have none, newest first."""
-        from gitmem.index import compute as pc
+    def _table_texts(self) -> Iterable[pa.Table]:
+        """The texts of every row that gets a vector, newest first, a few
+        thousand at a time (one segment mapped at a time)."""
+        from gitmem.index.segments import text_pieces
 
-        rows = pc.filter(self.state.events.select(["key64", "text"]), self._mask())
-        keys = rows.column("key64").to_pylist()
-        present = vectors.contains(keys)
-        positions = [i for i in range(len(keys) - 1, -1, -1) if not present[i]]
-        texts = rows.column("text").take(positions).to_pylist() if positions else []
-        return [(keys[i], t) for i, t in zip(positions, texts, strict=True)]
+        return text_pieces(self.directory, self.state.segments, self.types, newest_first=True)
 
-    def _drop_unwanted(self, vectors: Vectors) -> None:
+    def _drop_unwanted(self, vectors: VectorShards) -> None:
         from gitmem.index import compute as pc
 
         if self.types is None:
             return
         keys = pc.filter(self.state.events.column("key64"), self._mask(wanted=False)).to_pylist()
-        if keys and vectors.remove(keys):
-            vectors.save()
+        if keys:
+            self.removed = vectors.remove(keys)
+            if self.removed:
+                vectors.save()
 
     # -- embedding -------------------------------------------------------------------------
     def _embed(
@@ -287,12 +298,10 @@ class VectorSync:
             parts = []
             for start in range(0, len(texts), CHUNK):
                 parts.append(cache.embed_cached(embedder, texts[start : start + CHUNK]))
-                self.progress("embeddings", min(start + CHUNK, len(texts)), len(texts))
             done = list(range(len(rows)))
         else:
             done = self._embed_until_deadline(embedder, cache, texts)
             parts = [cache.embed_cached(embedder, [texts[i] for i in done])] if done else []
-            self.progress("embeddings", len(done), len(texts))  # what fit in the budget
         self.report.embedded += len(cache) - before
         if not parts:
             return [], np.zeros((0, int(embedder.dim)), dtype=np.float32)
@@ -327,44 +336,62 @@ class VectorSync:
 
     def _add(
         self,
-        vectors: Vectors,
+        vectors: VectorShards,
         embedder: Embedder,
         cache: EmbeddingCache,
-        rows: list[Row],
+        pieces: Iterable[pa.Table],
+        total: int,
     ) -> int:
-        """Add the vectors of ``rows`` not in the index yet; how many were left
-        without one (the deadline passed)."""
-        if not rows:
-            return 0
-        present = vectors.contains([k for k, _t in rows])
-        rows = [row for row, ok in zip(rows, present, strict=True) if not ok]
-        if not rows:
-            return 0
-        keys, matrix = self._embed(embedder, cache, rows)
-        if keys:
-            vectors.add(keys, matrix)
+        """Add the vectors of the texts in ``pieces`` (newest first) not in the
+        index yet; how many were left without one (the deadline passed)."""
+        added = left = 0
+        for piece in pieces:
+            rows = self._absent(vectors, piece)
+            if not rows:
+                continue
+            keys, matrix = self._embed(embedder, cache, rows)
+            if keys:
+                vectors.add(keys, matrix)
+                added += len(keys)
+            left += len(rows) - len(keys)
+            self.progress("embeddings", added, max(total, added + left))
+        if added:
             vectors.save()
-            self.report.vectors += len(keys)
-        return len(rows) - len(keys)
+            self.report.vectors += added
+        return left
+
+    @staticmethod
+    def _absent(vectors: VectorShards, piece: pa.Table) -> list[Row]:
+        """The (key64, text) of the rows of ``piece`` without a vector (texts
+        read only for those)."""
+        keys = piece.column("key64").to_pylist()
+        present = vectors.contains(keys)
+        positions = [i for i, ok in enumerate(present) if not ok]
+        if not positions:
+            return []
+        texts = piece.column("text").take(positions).to_pylist()
+        return [(keys[i], t) for i, t in zip(positions, texts, strict=True)]
 
     def _rebuild(self, embedder: Embedder, cache: EmbeddingCache, dim: int, why: str) -> int:
         """A new vector index of every row that gets one (newest first when
         the deadline cuts it short); how many were left without."""
-        from gitmem.index import compute as pc
-
-        table = pc.filter(self.state.events.select(["key64", "text"]), self._mask())
-        rows = list(
-            zip(
-                reversed(table.column("key64").to_pylist()),
-                reversed(table.column("text").to_pylist()),
-                strict=True,
-            )
-        )
-        keys, matrix = self._embed(embedder, cache, rows)
-        self.progress("vector index", 0, len(keys))
-        rebuild(self.path, dim, keys, matrix)
-        self.progress("vector index", len(keys), len(keys))
-        self.report.vectors += len(keys)
+        total = self._count_wanted()
+        fresh = VectorShards.fresh(self.directory, dim)
+        done = left = 0
+        try:
+            for piece in self._table_texts():
+                keys = piece.column("key64").to_pylist()
+                texts = piece.column("text").to_pylist()
+                found, matrix = self._embed(embedder, cache, list(zip(keys, texts, strict=True)))
+                if found:
+                    fresh.add(found, matrix)
+                done += len(found)
+                left += len(keys) - len(found)
+                self.progress("embeddings", done, total)
+            fresh.save()
+        finally:
+            fresh.close()
+        self.report.vectors += done
         if self.manifest.model is not None:
             self.report.rebuilt.append(f"vectors ({why})")
-        return len(rows) - len(keys)
+        return left

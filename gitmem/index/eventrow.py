@@ -74,11 +74,6 @@ def _decision_line(
     return describe(Event(envelope, body, ref, commit, False), LINE_WIDTH)
 
 
-def text_only(row: tables.EventRow) -> tables.TextRow:
-    """What the full text and the vectors need of a row, after the table took it."""
-    return {"id": row["id"], "key64": row["key64"], "type": row["type"], "text": row["text"]}
-
-
 def blank(row: tables.EventRow) -> None:
     """Strip everything a redacted event's body said; its envelope stays."""
     row.setdefault("_old_text", row["text"])

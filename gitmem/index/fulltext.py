@@ -148,8 +148,12 @@ class FullText:
             raise ValueError("the full-text index was closed")  # a bug in the caller
         return self.index
 
-    def update(self, add: Iterable[TextDoc], delete: Iterable[str] = ()) -> int:
-        """Add (or replace) and delete documents in one commit; returns the number added."""
+    def update(
+        self, add: Iterable[TextDoc], delete: Iterable[str] = (), *, fresh: bool = False
+    ) -> int:
+        """Add (or replace) and delete documents in one commit; returns the
+        number added. ``fresh``: the index is new and ``add`` holds each id
+        once, so nothing needs replacing."""
         import tantivy as t
 
         index = self._index
@@ -171,7 +175,9 @@ class FullText:
             for doc in add:
                 # Replace, never duplicate: a refresh interrupted after this
                 # commit re-adds the same events next time.
-                if not empty or doc.id in added_ids:
+                if fresh:  # each id comes once: a million of them need no set
+                    pass
+                elif not empty or doc.id in added_ids:
                     writer.delete_documents_by_term("id", doc.id)
                 else:
                     added_ids.add(doc.id)

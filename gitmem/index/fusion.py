@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from gitmem.index.vectors import Vectors
+    from gitmem.index.vectorshards import VectorShards
 
 FUSIONS = ("score", "rrf")
 DEFAULT_FUSION = "score"
@@ -112,23 +113,32 @@ def sample(keys: NDArray[np.uint64]) -> NDArray[np.uint64]:
     return np.sort(keys)
 
 
-def unit_rows(vectors: Vectors, keys: NDArray[np.uint64]) -> NDArray[np.float32]:
-    """The stored vectors of ``keys`` (those that have one), scaled to unit
-    length: their dot product with a query is its cosine times the query's norm."""
-    import numpy as np
+class FloorSample:
+    """The stored vectors of a :func:`sample` of keys and their norms: the
+    vector side's floor is the lowest cosine among them (see :meth:`floor`)."""
 
-    present = np.asarray(
-        [k for k, ok in zip(keys.tolist(), vectors.contains(keys.tolist()), strict=True) if ok],
-        dtype=np.uint64,
-    )
-    if not len(present):
-        return np.zeros((0, vectors.dim), dtype=np.float32)
-    rows = np.asarray(vectors.index.get(present), dtype=np.float32)
-    rows = rows.reshape(len(present), vectors.dim)
-    norms = np.linalg.norm(rows, axis=1)
-    norms[norms == 0] = 1.0
-    unit: NDArray[np.float32] = rows / norms[:, None]
-    return unit
+    def __init__(self, vectors: Vectors | VectorShards, keys: NDArray[np.uint64]) -> None:
+        from gitmem.index.vectors import norms
+
+        self.rows = vectors.stored(keys)  # those that have one
+        self.norms = norms(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def floor(self, query: NDArray[np.float32]) -> float:
+        """The lowest cosine of the sample with ``query`` (0.0 for an empty
+        sample), computed as every cosine of the index is
+        (:func:`gitmem.index.vectors.cosines`): the same sample gives the same
+        floor, however its vectors are stored or ordered."""
+        import numpy as np
+
+        from gitmem.index.vectors import cosines
+
+        if not len(self.rows):
+            return 0.0
+        q = np.asarray(query, dtype=np.float64).reshape(self.rows.shape[1])
+        return float(np.min(cosines(self.rows, self.norms, q)))
 
 
 @dataclass

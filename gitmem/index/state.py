@@ -19,6 +19,16 @@ from gitmem.errors import IndexDamagedError
 from gitmem.index import compute as pc
 from gitmem.index import table as tables
 from gitmem.index.manifest import Manifest, check_generation
+from gitmem.index.segments import (
+    Rewritten,
+    Runs,
+    count_texts,
+    is_segment,
+    read_segments,
+    remove_stale,
+    rewrite,
+    text_rows,
+)
 from gitmem.sidecar import generations
 
 if TYPE_CHECKING:
@@ -49,26 +59,45 @@ class RefreshReport:
         return asdict(self)
 
 
-def _accept_written(directory: Path, manifest: Manifest, deep: bool) -> set[str]:
+def _accept_written(directory: Path, manifest: Manifest, deep: bool) -> list[str]:
     """Check the parts (tables, full text) against the manifest or, failing
-    that, ``written.json``; returns those only the latter vouched for."""
+    that, ``written.json``; returns the events table's segments to use: the
+    manifest's, or those a refresh that died before its manifest recorded
+    with its other files (the table, the members and the full text then
+    agree with each other)."""
     written = generations.read_written(directory)
     if not written:
         check_generation(directory, manifest, deep=deep, vectors=False)  # raises the damage
-    parts = [tables.EVENTS_FILE, tables.MEMBERS_FILE, manifest.fulltext]
-    return {
-        p for p in parts if generations.verify_part(directory, manifest.files, p, written, deep)
+    newer = {
+        p
+        for p in (tables.MEMBERS_FILE, manifest.fulltext)
+        if generations.verify_part(directory, manifest.files, p, written, deep)
     }
+    order = generations.read_written_order(directory)
+    if newer and order is not None and order != manifest.segments:
+        for name in order:
+            if not is_segment(name):
+                raise IndexDamagedError(f"written.json names {name!r}")
+            generations.verify_part(directory, {}, name, written, deep)
+        return order
+    for name in manifest.segments:
+        generations.verify_part(directory, manifest.files, name, written, deep)
+    return list(manifest.segments)
 
 
 class RefreshState:
     """The files of one generation, loaded for updating."""
 
     def __init__(
-        self, directory: Path, events: pa.Table, members: pa.Table, fulltext: FullText | None
+        self,
+        directory: Path,
+        segments: list[str],
+        members: pa.Table,
+        fulltext: FullText | None,
     ) -> None:
         self.directory = directory
-        self.events = events
+        self.segments = list(segments)
+        self.events, self.counts = read_segments(directory, self.segments)
         self.members = members
         self.fulltext = fulltext
         self._dirty = False
@@ -81,44 +110,50 @@ class RefreshState:
         a damaged vector index is removed and rebuilt by the vector sync."""
         from gitmem.index.fulltext import FullText
         from gitmem.index.vectors import VECTORS_FILE
+        from gitmem.index.vectorshards import listed, on_disk
 
+        segments = list(manifest.segments)
         try:
             check_generation(directory, manifest, deep=deep, vectors=False)
-            newer: set[str] = set()
+            newer = False
         except IndexDamagedError:
             # A refresh that died before its manifest write leaves files the
             # manifest does not describe; any mix of old and new versions is
             # sound (rows, documents and vectors are deduplicated by event id),
             # so a part matching what that refresh recorded as written is no damage.
-            newer = _accept_written(directory, manifest, deep)
+            segments = _accept_written(directory, manifest, deep)
+            newer = segments != manifest.segments
         dropped = ""
-        vectors = directory / VECTORS_FILE
-        if VECTORS_FILE in manifest.files or vectors.exists() or vectors.is_symlink():
+        shards = listed({*manifest.files, *on_disk(directory)})
+        if shards or (directory / VECTORS_FILE).is_symlink():
             try:
                 written = generations.read_written(directory)
-                generations.verify_part(directory, manifest.files, VECTORS_FILE, written, deep)
+                for name in shards or [VECTORS_FILE]:
+                    generations.verify_part(directory, manifest.files, name, written, deep)
             except IndexDamagedError as exc:
                 dropped = str(exc)
-                generations.remove(vectors)
+                for name in shards or [VECTORS_FILE]:
+                    generations.remove(directory / name)
                 manifest.model = manifest.dim = None  # nothing vouches for any vector now
-        events = tables.read(directory / tables.EVENTS_FILE, tables.event_schema())
+        # Segments are never rewritten in place, only replaced by new files:
+        # those in use were checked above; any other was left by a killed refresh.
+        remove_stale(directory, segments)
         members = tables.read(directory / tables.MEMBERS_FILE, tables.member_schema())
-        if tables.EVENTS_FILE not in newer and events.num_rows != manifest.events:
-            raise IndexDamagedError(
-                f"{tables.EVENTS_FILE} holds {events.num_rows} rows, the manifest says {manifest.events}"
-            )
         fulltext = FullText(directory / manifest.fulltext)
-        if fulltext.count() > events.num_rows:
+        state = cls(directory, segments, members, fulltext)
+        if not newer and state.count() != manifest.events:
+            raise IndexDamagedError(
+                f"the events table holds {state.count()} rows, the manifest says {manifest.events}"
+            )
+        if fulltext.count() > state.count():
             raise IndexDamagedError("full-text index holds more documents than the table")
-        state = cls(directory, events, members, fulltext)
         state.dropped_vectors = dropped
         return state
 
     @classmethod
     def create(cls, directory: Path, manifest: Manifest) -> RefreshState:
-        events = tables.from_rows([], tables.event_schema())
         members = tables.from_rows([], tables.member_schema())
-        state = cls(directory, events, members, None)
+        state = cls(directory, [], members, None)
         state._dirty = True
         return state
 
@@ -126,14 +161,13 @@ class RefreshState:
     def count(self) -> int:
         return int(self.events.num_rows)
 
-    def ids(self) -> set[str]:
-        return set(self.events.column("id").to_pylist())
-
     def member_commits(self) -> set[str]:
-        return set(self.members.column("commit").to_pylist())
+        """Every memory commit some chain reaches (distinct first: a commit
+        inherited by twenty branches has twenty rows)."""
+        unique: list[str] = pc.call("unique", [self.members.column("commit")]).to_pylist()
+        return set(unique)
 
     def commits_of(self, ref: str) -> set[str]:
-
         mask = pc.equal(self.members.column("ref"), ref)
         return set(pc.filter(self.members, mask).column("commit").to_pylist())
 
@@ -147,8 +181,10 @@ class RefreshState:
         return self._rows(self.events.column("missing"))
 
     def redaction_targets(self) -> set[str]:
-
-        rows = pc.filter(self.events, pc.equal(self.events.column("type"), "redaction"))
+        rows = pc.filter(
+            self.events.select(["type", "target"]),
+            pc.equal(self.events.column("type"), "redaction"),
+        )
         return {t for t in rows.column("target").to_pylist() if t}
 
     def unredacted_rows(self, ids: set[str]) -> list[tables.EventRow]:
@@ -159,43 +195,55 @@ class RefreshState:
         wanted = pc.is_in(self.events.column("id"), value_set=pa.array(sorted(ids)))
         return self._rows(pc.and_(wanted, pc.invert(self.events.column("redacted"))))
 
-    def text_rows(self) -> Iterator[tuple[str, int, str]]:
-        """(id, key64, text) of every row with text."""
+    def text_rows(self) -> Iterator[list[tables.TextRow]]:
+        """(id, key64, text) of every row with text, a few thousand at a time
+        (one segment mapped at a time: see :func:`gitmem.index.segments.column_batches`)."""
+        return text_rows(self.directory, self.segments)
 
-        rows = pc.filter(self.events, pc.not_equal(self.events.column("text"), ""))
-        ids = rows.column("id").to_pylist()
-        keys = rows.column("key64").to_pylist()
-        texts = rows.column("text").to_pylist()
-        yield from zip(ids, keys, texts, strict=True)
+    def count_texts(self) -> int:
+        """Rows with text."""
+        return count_texts(self.directory, self.segments)
 
     # writes
-    def update_tables(
-        self,
-        new_rows: list[tables.EventRow],
-        replaced: list[tables.EventRow],
-        members: list[tables.MemberRow],
-    ) -> None:
+    def update_events(
+        self, runs: Runs, replaced: list[tables.EventRow], blank: set[str]
+    ) -> Rewritten:
+        """Merge the new rows (``runs``) and the rows replacing old ones
+        (``replaced``) into the events table, writing the segments that
+        change (see :mod:`gitmem.index.segments`)."""
+        replacing = Runs(self.directory)
+        try:
+            for row in replaced:
+                replacing.add(row)
+            replacing.flush()
+            result = rewrite(
+                self.directory,
+                self.events,
+                self.segments,
+                self.counts,
+                [*replacing.paths, *runs.paths],
+                replacing=len(replacing.paths),
+                drop={r["id"] for r in replaced},
+                blank=blank,
+            )
+        finally:
+            replacing.close()
+        if result.segments != self.segments:
+            self.segments = result.segments
+            self.events, self.counts = read_segments(self.directory, self.segments)
+        return result
+
+    def add_members(self, parts: list[pa.Table]) -> None:
+        """Add (ref, commit) rows."""
         import pyarrow as pa
 
-        schema = tables.event_schema()
-        events = self.events
-        if replaced:
-            drop = pc.is_in(events.column("id"), value_set=pa.array([r["id"] for r in replaced]))
-            events = pc.filter(events, pc.invert(drop))
-        if new_rows or replaced:
-            added = tables.from_rows([*new_rows, *replaced], schema)
-            events = tables.sort_events(pa.concat_tables([events, added]))
-            self.events = events
-            self._dirty = True
-        if members:
-            added_members = tables.from_rows(members, tables.member_schema())
-            self.members = pa.concat_tables([self.members, added_members])
+        if parts:
+            self.members = pa.concat_tables([self.members, *parts])
             self._dirty = True
 
     def write_tables(self) -> None:
         if not self._dirty:
             return
-        tables.write(self.directory / tables.EVENTS_FILE, self.events.combine_chunks())
         tables.write(self.directory / tables.MEMBERS_FILE, self.members.combine_chunks())
         self._dirty = False
 
@@ -205,14 +253,18 @@ class RefreshState:
 
         name = f"fulltext-{os.urandom(3).hex()}"
         fulltext = FullText(self.directory / name, create=True)
-        rows = list(self.text_rows())
-        chunk = 20000
-        for start in range(0, len(rows), chunk):
-            part = rows[start : start + chunk]
-            fulltext.update(TextDoc(i, k, t) for i, k, t in part)
-            progress("full-text index", min(start + chunk, len(rows)), len(rows))
-        if not rows:
-            fulltext.update([])
+        total = self.count()
+        done = 0
+
+        def docs() -> Iterator[TextDoc]:
+            nonlocal done
+            for batch in self.text_rows():
+                for row in batch:
+                    yield TextDoc(row["id"], row["key64"], row["text"])
+                done += len(batch)
+                progress("full-text index", min(done, total), total)
+
+        fulltext.update(docs(), fresh=True)
         self.fulltext = fulltext
         return name
 

@@ -1,6 +1,7 @@
 """The Arrow tables of the index: events and chain membership.
 
-``events.arrow`` has one row per event, sorted by (time, id): the envelope
+The events table has one row per event, sorted by (time, id), stored in
+segments (:mod:`gitmem.index.segments`): the envelope
 and body as JSON (so the library's :class:`~gitmem.memory.event.Event` can be
 rebuilt), plus the columns queries filter on. ``members.arrow`` says which
 memory chain reaches which memory commit, one (ref, commit) row each: an
@@ -24,12 +25,11 @@ from gitmem.errors import IndexDamagedError
 if TYPE_CHECKING:
     import pyarrow as pa
 
-EVENTS_FILE = "events.arrow"
 MEMBERS_FILE = "members.arrow"
 
 
 class EventRow(TypedDict):
-    """One row of ``events.arrow`` (:func:`event_schema`) as a dict, plus two
+    """One row of the events table (:func:`event_schema`) as a dict, plus two
     keys of the refresh's own that :func:`from_rows` leaves out."""
 
     id: str
@@ -105,6 +105,19 @@ def member_schema() -> pa.Schema:
     import pyarrow as pa
 
     return pa.schema([("ref", pa.string()), ("commit", pa.string())])
+
+
+def member_table(ref: str, commits: Sequence[str]) -> pa.Table:
+    """``members.arrow`` rows: chain ``ref`` reaches each of ``commits``."""
+    import pyarrow as pa
+
+    return pa.table(
+        {
+            "ref": pa.array([ref] * len(commits), pa.string()),
+            "commit": pa.array(commits, pa.string()),
+        },
+        schema=member_schema(),
+    )
 
 
 def from_rows(rows: Sequence[Mapping[str, object]], schema: pa.Schema) -> pa.Table:

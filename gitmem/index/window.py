@@ -36,6 +36,7 @@ from gitmem.memory.event import Event
 from gitmem.memory.query import paths_overlap
 from gitmem.memory.window import (
     BranchWindow,
+    DecisionBook,
     DecisionLedger,
     OlderSessions,
     SessionStats,
@@ -90,6 +91,8 @@ class IndexWindow:
         self._hidden: frozenset[str] | None = None
         self._types: tuple[pa.Array, list[str]] | None = None
         self._cache: dict[tuple[str, ...], list[Event]] = {}
+        self._ledger: DecisionLedger | None = None
+        self._book: DecisionBook | None = None
 
     @property
     def table(self) -> pa.Table:
@@ -254,8 +257,20 @@ class IndexWindow:
             self._hidden = frozenset(str(i) for i in ids)
         return self._hidden
 
+    def book(self) -> DecisionBook:
+        """The decision states of :meth:`decisions`, computed once per window
+        (the view keeps a window per branch, so a hot search pays this once)."""
+        if self._book is None:
+            self._book = DecisionBook(self.decisions(), self.by_ids)
+        return self._book
+
     def decisions(self) -> DecisionLedger:
         """The ledger of the branch's visible decisions and ratifications."""
+        if self._ledger is None:
+            self._ledger = self._decisions()
+        return self._ledger
+
+    def _decisions(self) -> DecisionLedger:
         t = self.table
         mask = pc.and_(self.visible, self._type_is(("decision", "ratify")))
 

@@ -344,11 +344,12 @@ class Memory(Writers):
 
         return purge(self)
 
-    def verify(self) -> Report:
-        """Check every digest and link (see :mod:`gitmem.memory.verify`)."""
+    def verify(self, *, incremental: bool = False) -> Report:
+        """Check every digest and link (see :mod:`gitmem.memory.verify`); with
+        ``incremental``, only those new since the last clean verification."""
         from gitmem.memory.verify import verify
 
-        return verify(self)
+        return verify(self, incremental=incremental)
 
     def status(self, counts: Mapping[str, Any] | None = None) -> Status:
         """A summary of this repository's memory.

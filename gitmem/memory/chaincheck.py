@@ -48,65 +48,98 @@ def check_chain(
             if parent not in visited:
                 visited.add(parent)
                 stack.append(parent)
-        fmt = layout.parse_trailers(info.message).get(layout.FORMAT_TRAILER)
-        if fmt is not None and fmt.isdigit() and int(fmt) > layout.FORMAT_VERSION:
+        check_commit(memory, ref, oid, info, report, envelopes, where, seen_commits, chain_ids)
+
+
+def check_commits(
+    memory: Memory,
+    ref: str,
+    commits: list[str],
+    report: Report,
+    envelopes: dict[str, dict[str, Any]],
+    where: dict[str, tuple[str, str]],
+    seen_commits: set[str],
+) -> None:
+    """Check these commits of ``ref`` and their envelopes, as
+    :func:`check_chain` checks every commit of a chain (an incremental
+    verification: the commits added since the last one)."""
+    chain_ids: set[str] = set()
+    for oid in commits:
+        try:
+            info = memory.backend.read_commit(oid)
+        except Exception as exc:
+            report.problems.append(Problem(f"commit unreadable: {error_text(exc)}", ref, oid, oid))
+            continue
+        check_commit(memory, ref, oid, info, report, envelopes, where, seen_commits, chain_ids)
+
+
+def check_commit(
+    memory: Memory,
+    ref: str,
+    oid: str,
+    info: Any,
+    report: Report,
+    envelopes: dict[str, dict[str, Any]],
+    where: dict[str, tuple[str, str]],
+    seen_commits: set[str],
+    chain_ids: set[str],
+) -> None:
+    """Check one commit (read as ``info``) of ``ref`` and its envelopes;
+    ``chain_ids`` holds the ids seen so far in the chain."""
+    backend = memory.backend
+    fmt = layout.parse_trailers(info.message).get(layout.FORMAT_TRAILER)
+    if fmt is not None and fmt.isdigit() and int(fmt) > layout.FORMAT_VERSION:
+        report.problems.append(
+            Problem(f"commit written in newer format {fmt}; upgrade gitmem", ref, oid, oid)
+        )
+        return
+    first_visit = oid not in seen_commits
+    seen_commits.add(oid)
+    if first_visit:
+        report.commits += 1
+    shape, entries = commit_problems(backend, oid, info)
+    report.problems.extend(Problem(text, ref, oid, obj) for text, obj in shape)
+    if entries is None:
+        return
+    for entry in sorted(entries):
+        try:
+            data = backend.read_blob(entry.oid)
+            env = canonical.decode(data)
+        except Exception as exc:
             report.problems.append(
-                Problem(f"commit written in newer format {fmt}; upgrade gitmem", ref, oid, oid)
+                Problem(f"envelope unreadable: {error_text(exc)}", ref, oid, entry.oid)
             )
             continue
-        first_visit = oid not in seen_commits
-        seen_commits.add(oid)
-        if first_visit:
-            report.commits += 1
-        shape, entries = commit_problems(backend, oid, info)
-        report.problems.extend(Problem(text, ref, oid, obj) for text, obj in shape)
-        if entries is None:
-            continue
-        for entry in sorted(entries):
-            try:
-                data = backend.read_blob(entry.oid)
-                env = canonical.decode(data)
-            except Exception as exc:
-                report.problems.append(
-                    Problem(f"envelope unreadable: {error_text(exc)}", ref, oid, entry.oid)
-                )
-                continue
-            problems = envelope_problems(env, strict=False)
-            eid = env.get("id") if isinstance(env, dict) else None
-            eid = eid if isinstance(eid, str) else None
-            if not problems:
-                # Rules only new events must meet (spec/storage.md §17): memory
-                # an older gitmem wrote may break them without being damaged.
-                for text in envelope_problems(env):
-                    report.warnings.append(
-                        Problem(f"written before today's rules: {text}", ref, oid, entry.oid, eid)
-                    )
-            if not canonical.is_canonical(data):
-                problems.append("envelope is not in canonical encoding")
-            if (
-                isinstance(env, dict)
-                and isinstance(env.get("v"), int)
-                and env["v"] > RECORD_VERSION
-            ):
+        problems = envelope_problems(env, strict=False)
+        eid = env.get("id") if isinstance(env, dict) else None
+        eid = eid if isinstance(eid, str) else None
+        if not problems:
+            # Rules only new events must meet (spec/storage.md §17): memory
+            # an older gitmem wrote may break them without being damaged.
+            for text in envelope_problems(env):
                 report.warnings.append(
-                    Problem(
-                        f"event written with record version {env['v']}", ref, oid, entry.oid, eid
-                    )
+                    Problem(f"written before today's rules: {text}", ref, oid, entry.oid, eid)
                 )
-            for text in problems:
-                fld = text.split("'")[1] if text.startswith("field '") else None
-                report.problems.append(Problem(text, ref, oid, entry.oid, eid, fld))
-            if problems or eid is None:
-                continue
-            if eid in chain_ids and first_visit:
-                report.problems.append(
-                    Problem("event appears twice in the chain", ref, oid, entry.oid, eid)
-                )
-            chain_ids.add(eid)
-            if eid not in envelopes:
-                envelopes[eid] = env
-                where[eid] = (ref, oid)
-                report.events += 1
+        if not canonical.is_canonical(data):
+            problems.append("envelope is not in canonical encoding")
+        if isinstance(env, dict) and isinstance(env.get("v"), int) and env["v"] > RECORD_VERSION:
+            report.warnings.append(
+                Problem(f"event written with record version {env['v']}", ref, oid, entry.oid, eid)
+            )
+        for text in problems:
+            fld = text.split("'")[1] if text.startswith("field '") else None
+            report.problems.append(Problem(text, ref, oid, entry.oid, eid, fld))
+        if problems or eid is None:
+            continue
+        if eid in chain_ids and first_visit:
+            report.problems.append(
+                Problem("event appears twice in the chain", ref, oid, entry.oid, eid)
+            )
+        chain_ids.add(eid)
+        if eid not in envelopes:
+            envelopes[eid] = env
+            where[eid] = (ref, oid)
+            report.events += 1
 
 
 def commit_problems(

@@ -23,6 +23,7 @@ from gitmem.memory.query import EventFilter, paths_overlap
 from gitmem.memory.source import BranchKwargs
 from gitmem.memory.window import (
     BranchWindow,
+    DecisionBook,
     DecisionLedger,
     OlderSessions,
     SessionStats,
@@ -65,6 +66,7 @@ class ListWindow:
     def __init__(self, events: Iterable[Event]) -> None:
         self.events = list(events)
         self._hidden: frozenset[str] | None = None
+        self._book: DecisionBook | None = None
 
     def of_types(self, types: Sequence[str]) -> list[Event]:
         """Every event of these types, visible or not."""
@@ -127,6 +129,12 @@ class ListWindow:
         if self._hidden is None:
             self._hidden = frozenset(e.id for e in self.events if not visible(e))
         return self._hidden
+
+    def book(self) -> DecisionBook:
+        """The decision states of :meth:`decisions`, computed once."""
+        if self._book is None:
+            self._book = DecisionBook(self.decisions(), self.by_ids)
+        return self._book
 
     def decisions(self) -> DecisionLedger:
         """The ledger of the branch's visible decisions and ratifications."""

@@ -5,6 +5,7 @@ really gone, attachments matching their names, payloads no event claims.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from gitmem.memory.report import Problem, Report, error_text
@@ -63,12 +64,19 @@ def check_payloads(
     envelopes: dict[str, dict[str, Any]],
     where: dict[str, tuple[str, str]],
     report: Report,
-) -> None:
+    *,
+    earlier: Callable[[str], bool] | None = None,
+    targets: set[str] | frozenset[str] = frozenset(),
+) -> dict[str, str]:
     """Check the payload of every event in ``envelopes`` (found at ``where``)
     against store tree ``tree``: present and matching its envelope, or, for
-    a redacted event, really gone; and every redaction names an event."""
+    a redacted event, really gone; and every redaction names an event.
+    Returns the redactions among ``envelopes`` (target -> redaction id).
+
+    An incremental verification passes the events it checks now as
+    ``envelopes``, ``earlier`` (whether an id is among the events verified
+    before) and ``targets`` (the redaction targets verified before)."""
     ledger = memory.ledger
-    backend = memory.backend
     redactions: dict[str, str] = {}  # target -> redaction event
     for eid, env in envelopes.items():
         if env.get("type") != "redaction":
@@ -77,42 +85,54 @@ def check_payloads(
         if isinstance(body, dict) and isinstance(body.get("target"), str):
             redactions[body["target"]] = eid
     for target, redaction in redactions.items():
-        if target not in envelopes:
-            report.problems.append(
-                Problem(
-                    "redaction names an event that does not exist", event=redaction, field="target"
-                )
-            )
-
+        if target in envelopes:
+            continue
+        if earlier is not None and earlier(target):
+            # an event verified before, redacted since: its payload must be gone
+            report.redacted += 1
+            _check_gone(memory, tree, target, *where[redaction], report)
+            continue
+        report.problems.append(
+            Problem("redaction names an event that does not exist", event=redaction, field="target")
+        )
+    redacted = set(redactions) | set(targets)
     for eid, env in envelopes.items():
         ref, commit = where[eid]
-        if eid in redactions:
+        if eid in redacted:
             report.redacted += 1
-            try:
-                still_there = tree is not None and backend.read_path(tree, layout.payload_path(eid))
-            except Exception as exc:
-                report.problems.append(
-                    Problem(
-                        f"payload store unreadable: {error_text(exc)}",
-                        ref,
-                        commit,
-                        event=eid,
-                        field="payload",
-                    )
-                )
-                continue
-            if still_there:
-                report.problems.append(
-                    Problem(
-                        "payload of a redacted event is still in the store (redact it again to finish)",
-                        ref,
-                        commit,
-                        event=eid,
-                        field="payload",
-                    )
-                )
+            _check_gone(memory, tree, eid, ref, commit, report)
             continue
         _check_payload(memory, tree, eid, env, ref, commit, report)
+    return redactions
+
+
+def _check_gone(
+    memory: Memory, tree: str | None, eid: str, ref: str, commit: str, report: Report
+) -> None:
+    """A redacted event's payload must be gone from the store."""
+    try:
+        still_there = tree is not None and memory.backend.read_path(tree, layout.payload_path(eid))
+    except Exception as exc:
+        report.problems.append(
+            Problem(
+                f"payload store unreadable: {error_text(exc)}",
+                ref,
+                commit,
+                event=eid,
+                field="payload",
+            )
+        )
+        return
+    if still_there:
+        report.problems.append(
+            Problem(
+                "payload of a redacted event is still in the store (redact it again to finish)",
+                ref,
+                commit,
+                event=eid,
+                field="payload",
+            )
+        )
 
 
 def _safe_body(ledger: Any, tree: str | None, eid: str) -> Any:

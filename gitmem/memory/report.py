@@ -50,6 +50,9 @@ class Report:
     events: int = 0
     payloads: int = 0
     redacted: int = 0
+    # "full", or "incremental": only what was new since the last clean verification
+    mode: str = "full"
+    fallback: str = ""  # why an incremental verification checked everything instead
 
     @property
     def ok(self) -> bool:
@@ -63,6 +66,8 @@ class Report:
             "events": self.events,
             "payloads": self.payloads,
             "redacted": self.redacted,
+            "mode": self.mode,
+            "fallback": self.fallback or None,
             "problems": [p.to_json() for p in self.problems],
             "warnings": [w.to_json() for w in self.warnings],
         }

@@ -16,38 +16,60 @@ the hash of what it inflates); ``git fsck`` remains the check for the rest of
 the object store. Problems are collected, never raised. The checks live
 in :mod:`gitmem.memory.chaincheck` and :mod:`gitmem.memory.payloadcheck`;
 :mod:`gitmem.memory.report` holds what they report.
+
+A verification that finds no problem is recorded
+(:mod:`gitmem.memory.verified`); ``incremental=True`` then checks only the
+commits and payload-store entries new since the recorded tips, the same way,
+and falls back to everything when that cannot be sound.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gitmem.memory.chaincheck import check_chain
+from gitmem.memory import verified
+from gitmem.memory.chaincheck import check_chain, check_commits
 from gitmem.memory.payloadcheck import check_payloads, check_store, store_tree
 from gitmem.memory.report import Problem, Report, error_text
-from gitmem.records import layout
+from gitmem.records import canonical, layout
 from gitmem.storage import spool
 
 if TYPE_CHECKING:
     from gitmem.memory.api import Memory
 
 
-def verify(memory: Memory) -> Report:
-    """Verify the whole store of ``memory`` and return a report."""
+def verify(memory: Memory, *, incremental: bool = False) -> Report:
+    """Verify the store of ``memory`` and return a report: all of it, or with
+    ``incremental`` only what is new since the last clean verification."""
     report = Report()
     try:
         memory.flush()
     except Exception as exc:  # a broken spool must not stop verification
         report.warnings.append(Problem(f"spool could not be flushed: {error_text(exc)}"))
-    envelopes: dict[str, dict[str, Any]] = {}
-    where: dict[str, tuple[str, str]] = {}
     refs = memory.ledger.memory_refs()
     report.refs = len(refs)
+    record = verified.read(memory.location) if incremental else None
+    if incremental:
+        if record is None:
+            report.fallback = "no record of an earlier clean verification"
+        elif _incremental(memory, report, refs, record):
+            _quarantined(memory, report)
+            return report
+        else:
+            report = Report(warnings=report.warnings, refs=report.refs, fallback=report.fallback)
+    _full(memory, report, refs)
+    _quarantined(memory, report)
+    return report
+
+
+def _full(memory: Memory, report: Report, refs: dict[str, str]) -> None:
+    envelopes: dict[str, dict[str, Any]] = {}
+    where: dict[str, tuple[str, str]] = {}
     seen_commits: set[str] = set()
     for ref, tip in refs.items():
         check_chain(memory, ref, tip, report, envelopes, where, seen_commits)
     payload_tip, tree = store_tree(memory, report)
-    check_payloads(memory, tree, envelopes, where, report)
+    redactions = check_payloads(memory, tree, envelopes, where, report)
     if tree is not None:
         try:
             check_store(memory, tree, envelopes, report)
@@ -57,6 +79,113 @@ def verify(memory: Memory) -> Report:
                     f"payload store unreadable: {error_text(exc)}", layout.PAYLOAD_REF, payload_tip
                 )
             )
+    if report.ok:
+        verified.write(
+            memory.location, refs, payload_tip, verified.keys(envelopes), set(redactions)
+        )
+
+
+def _incremental(
+    memory: Memory, report: Report, refs: dict[str, str], record: verified.Verified
+) -> bool:
+    """Check what is new since ``record``; False (having recorded why in
+    ``report.fallback``) when only a full verification can be sound."""
+    import numpy as np
+
+    plan = verified.plan(memory, record, refs)
+    if isinstance(plan, str):
+        report.fallback = plan
+        return False
+    report.mode = "incremental"
+    envelopes: dict[str, dict[str, Any]] = {}
+    where: dict[str, tuple[str, str]] = {}
+    seen_commits: set[str] = set()
+    for ref, commits in plan.commits.items():
+        check_commits(memory, ref, commits, report, envelopes, where, seen_commits)
+    again = next((eid for eid in envelopes if record.has(eid)), None)
+    if again is not None:
+        report.fallback = f"event {again} was verified before (in another commit)"
+        return False
+    payload_tip, tree = store_tree(memory, report)
+    old_tree = _old_store(memory, record)
+    if record.payloads is not None and old_tree is None:
+        report.fallback = "the payload store verified last time is gone"
+        return False
+    targets = set(record.targets)
+    try:
+        redactions = check_payloads(
+            memory, tree, envelopes, where, report, earlier=record.has, targets=targets
+        )
+        why = _store_changes(
+            memory, report, old_tree, tree, envelopes, record, targets | set(redactions)
+        )
+    except Exception as exc:  # an unreadable tree of the store: report, never raise
+        report.problems.append(
+            Problem(f"payload store unreadable: {error_text(exc)}", layout.PAYLOAD_REF, payload_tip)
+        )
+        return True
+    if why:
+        report.fallback = why
+        return False
+    if report.ok:
+        ids = np.union1d(record.ids, verified.keys(envelopes)).astype(np.uint64)
+        verified.write(memory.location, refs, payload_tip, ids, targets | set(redactions))
+    return True
+
+
+def _old_store(memory: Memory, record: verified.Verified) -> str | None:
+    if record.payloads is None:
+        return None
+    try:
+        return memory.ledger.payload_tree(record.payloads)
+    except Exception:  # pruned since: nothing to compare with
+        return None
+
+
+def _store_changes(
+    memory: Memory,
+    report: Report,
+    old: str | None,
+    new: str | None,
+    envelopes: dict[str, dict[str, Any]],
+    record: verified.Verified,
+    targets: set[str],
+) -> str:
+    """Check the payload store's entries that changed since the verified one
+    (new attachments' names, payloads no event claims); returns why a full
+    verification is needed instead ("" when none is)."""
+    for sha, before, after in verified.payload_changes(memory, old, new, "b"):
+        if before is not None:
+            return f"attachment {sha} changed or went since the last verification"
+        assert after is not None
+        if canonical.sha256_hex(memory.backend.read_blob(after)) != sha:
+            report.problems.append(
+                Problem(
+                    "attachment bytes do not match its name",
+                    layout.PAYLOAD_REF,
+                    object=after,
+                    field=f"b/{sha[:2]}/{sha}",
+                )
+            )
+    for eid, _before, after in verified.payload_changes(memory, old, new, "p"):
+        if eid in envelopes:
+            continue  # a new event: checked against its envelope already
+        if record.has(eid):
+            if after is None and eid in targets:
+                continue  # redacted
+            return f"the payload of event {eid}, verified before, changed since"
+        if after is not None:
+            report.warnings.append(
+                Problem(
+                    "payload without an event in any memory ref (left by an interrupted write)",
+                    layout.PAYLOAD_REF,
+                    object=after,
+                    event=eid,
+                )
+            )
+    return ""
+
+
+def _quarantined(memory: Memory, report: Report) -> None:
     for path in spool.quarantined(memory.location.state_dir):
         report.warnings.append(Problem(f"unreadable spool file kept aside: {path}"))
-    return report

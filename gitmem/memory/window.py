@@ -195,6 +195,11 @@ class BranchWindow(Protocol):
         """The ledger of the branch's visible decisions and ratifications."""
         ...
 
+    def book(self) -> DecisionBook:
+        """The decision states of :meth:`decisions`, computed once per window
+        (a hot search asks for them on every query)."""
+        ...
+
     def capsule_counts(self) -> dict[str, int]:
         """Events per capsule id (every event, visible or not)."""
         ...

@@ -297,28 +297,24 @@ def _keys(view: Any) -> Any:
     return keys
 
 
-def _allowed_keys(view: Any, allowed: Any) -> list[int] | None:
-    """The key64 of every allowed row (None: every row is allowed)."""
+def _allowed_keys(view: Any, allowed: Any) -> Any:
+    """The key64 of every allowed row as an array (100,000 Python ints would
+    cost ~5 ms); None: every row is allowed."""
     if allowed is None:
         return None
-    return [int(k) for k in _keys(view)[allowed]]
+    return _keys(view)[allowed]
 
 
 def _vector_floor(view: Any, q: Any, allowed: Any) -> float:
     """The lowest cosine among a fixed sample of the allowed events (see
     :mod:`gitmem.index.fusion`): the cosine that normalises to 0."""
-    import numpy as np
-
     if allowed is None:
-        matrix = _SAMPLES.get(view)
-        if matrix is None:
-            matrix = _SAMPLES[view] = fusions.unit_rows(view.vectors, fusions.sample(_keys(view)))
+        sample = _SAMPLES.get(view)
+        if sample is None:
+            sample = _SAMPLES[view] = fusions.FloorSample(view.vectors, fusions.sample(_keys(view)))
     else:
-        matrix = fusions.unit_rows(view.vectors, fusions.sample(_keys(view)[allowed]))
-    if not len(matrix):
-        return 0.0
-    norm = max(float(np.linalg.norm(q)), 1e-12)
-    return float(np.min(matrix @ np.asarray(q, dtype=np.float32))) / norm
+        sample = fusions.FloorSample(view.vectors, fusions.sample(_keys(view)[allowed]))
+    return sample.floor(q)
 
 
 def _vector(view: Any, q: Any, depth: int, allowed: Any) -> list[tuple[int, float]]:
@@ -497,6 +493,6 @@ def _supersession(view: Any, hits: list[Hit], branch: BranchArg, all_branches: b
         if key not in books:
             kwargs = {"branch": where} if all_branches else branch_kwargs(branch)
             window = view.window(kwargs)
-            books[key] = DecisionBook(window.decisions(), window.by_ids)
+            books[key] = window.book()  # computed once per window: views keep them
         standing = books[key].standing.get(hit.event.id)
         hit.superseded_by = standing.superseded_by if standing is not None else None

@@ -96,33 +96,52 @@ def remove(path: Path) -> None:
 
 
 def write_written(
-    directory: Path, names: list[str], known: dict[str, str] | None = None
+    directory: Path,
+    names: list[str],
+    known: dict[str, str] | None = None,
+    *,
+    order: list[str] | None = None,
 ) -> dict[str, str]:
     """Checksum ``names`` (paths inside the generation ``directory``) as they
     are now and record them in ``written.json``; returns the checksums, for
     the manifest. Only files new or rewritten since their last checksum are
     read, and none whose checksum is ``known`` (links to files of the
-    previous generation: :func:`gitmem.sidecar.integrity.describe`)."""
+    previous generation: :func:`gitmem.sidecar.integrity.describe`).
+    ``order``: files whose order matters (a table's segments), recorded too."""
     files = integrity.describe(directory, names, known)
     record: dict[str, object] = {"files": files}
+    if order is not None:
+        record["order"] = list(order)
     record["checksum"] = checksum(record)
     write_atomic(str(directory / WRITTEN), json.dumps(record).encode(), fsync=False)
     return files
 
 
-def read_written(directory: Path) -> dict[str, str]:
-    """The checksums the last build recorded as it wrote files ({} when
-    none, or when the record itself is damaged)."""
+def _written_record(directory: Path) -> dict[str, object]:
     try:
         raw = json.loads((directory / WRITTEN).read_text(encoding="utf-8"))
     except (OSError, ValueError):  # missing, unreadable, not UTF-8, not JSON
         return {}
     if not isinstance(raw, dict) or raw.get("checksum") != checksum(raw):
         return {}
-    files = raw.get("files")
+    return raw
+
+
+def read_written(directory: Path) -> dict[str, str]:
+    """The checksums the last build recorded as it wrote files ({} when
+    none, or when the record itself is damaged)."""
+    files = _written_record(directory).get("files")
     if not isinstance(files, dict):
         return {}
     return {str(k): str(v) for k, v in files.items()}
+
+
+def read_written_order(directory: Path) -> list[str] | None:
+    """The ``order`` the last build recorded (None when it recorded none)."""
+    order = _written_record(directory).get("order")
+    if not isinstance(order, list) or not all(isinstance(n, str) for n in order):
+        return None
+    return order
 
 
 def parts(files: dict[str, str]) -> dict[str, dict[str, str]]:

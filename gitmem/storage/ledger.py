@@ -169,19 +169,12 @@ class Ledger(ChainReader, PayloadStore):
 
     def redaction_targets(self, trees: Sequence[str | None]) -> set[str]:
         """Ids named by every redaction event in every chain; each redaction's
-        body is looked up in ``trees`` (payload store roots) in turn."""
-        targets: set[str] = set()
-        for located in self.envelopes():
-            if located.envelope.get("type") != "redaction":
-                continue
-            for tree in trees:
-                found = self.stored_body(tree, located.envelope["id"])
-                if found is not None and isinstance(found[1], dict):
-                    target = found[1].get("target")
-                    if isinstance(target, str):
-                        targets.add(target)
-                    break
-        return targets
+        body is looked up in ``trees`` (payload store roots) in turn. Only
+        the commits added since the last call are read
+        (:mod:`gitmem.storage.redactions`)."""
+        from gitmem.storage import redactions
+
+        return redactions.targets(self, trees)
 
     def merge_payloads(
         self,

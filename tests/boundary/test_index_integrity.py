@@ -72,8 +72,8 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
             _root, gen, _manifest = _index(repo)
             old = base / "old-tables"
             old.mkdir()
-            for name in (tables.EVENTS_FILE, tables.MEMBERS_FILE):
-                shutil.copy2(gen / name, old / name)
+            shutil.copy2(gen / tables.MEMBERS_FILE, old / tables.MEMBERS_FILE)
+            shutil.copy2(gen / _manifest.segments[0], old / "events")
             mem.append_many(
                 [Draft("note", {"text": f"egret {i} fishes at dawn"}) for i in range(11)]
                 + [Draft("note", {"text": f"feat egret {i}"}, branch="feat") for i in range(5)]
@@ -164,6 +164,10 @@ def _flip_in(target: str, pattern: bytes) -> Damage:
 def _resolve(target: str, root: Path, gen: Path, manifest: Any) -> Path:
     if target == "*manifest":
         return root / "manifest.json"
+    if target == EVENTS:  # the events table's first segment (the herons)
+        return gen / manifest.segments[0]
+    if target == LAST_EVENTS:  # its last (the egrets, added incrementally)
+        return gen / manifest.segments[-1]
     if target.startswith("*fulltext:"):
         suffix = target.split(":", 1)[1]
         (name,) = [n for n in _fulltext_files(gen, manifest) if n.endswith(suffix)][:1]
@@ -185,7 +189,8 @@ def _older(*names: str) -> Damage:
     def damage(root: Path, gen: Path, manifest: Any) -> None:
         old = root.parents[3] / "old-tables"  # beside the repository (see ``damaged``)
         for name in names:
-            shutil.copyfile(old / name, gen / name)
+            source = old / ("events" if name == LAST_EVENTS else name)
+            shutil.copyfile(source, _resolve(name, root, gen, manifest))
 
     return damage
 
@@ -227,13 +232,15 @@ def _garbage(target: str) -> Damage:
 
 
 ARROW = (0, 0.25, 0.5, 0.75, -1)  # the magic, data, the footer
+EVENTS, LAST_EVENTS = "*events", "*last-events"  # segments of the events table
 DAMAGE: dict[str, Damage] = {
-    **{f"flip events.arrow @{w}": _flip(tables.EVENTS_FILE, w) for w in ARROW},
-    **{f"flip events.arrow @{w} bit 7": _flip(tables.EVENTS_FILE, w, 0x80) for w in (0.3, 0.6)},
+    **{f"flip events @{w}": _flip(EVENTS, w) for w in ARROW},
+    **{f"flip events @{w} bit 7": _flip(EVENTS, w, 0x80) for w in (0.3, 0.6)},
+    **{f"flip last events @{w}": _flip(LAST_EVENTS, w) for w in (0.5, -1)},
     **{f"flip members.arrow @{w}": _flip(tables.MEMBERS_FILE, w) for w in ARROW},
     "flip a commit id in members.arrow": _flip_in(tables.MEMBERS_FILE, rb"[0-9a-f]{40}"),
-    "flip a text in events.arrow": _flip_in(tables.EVENTS_FILE, rb"(?<=marsh )7"),
-    "flip an event id in events.arrow": _flip_in(tables.EVENTS_FILE, rb"[0-9a-f]{32}"),
+    "flip a text in events": _flip_in(EVENTS, rb"(?<=marsh )7"),
+    "flip an event id in events": _flip_in(EVENTS, rb"[0-9a-f]{32}"),
     **{f"flip vectors @{w}": _flip(VECTORS_FILE, w) for w in (0, 0.5, -1)},
     **{
         f"flip fulltext {s}": _flip(f"*fulltext:{s}", 0.5)
@@ -242,16 +249,16 @@ DAMAGE: dict[str, Damage] = {
     "flip fulltext .fieldnorm end": _flip("*fulltext:.fieldnorm", -1),
     **{f"flip manifest @{w}": _flip("*manifest", w) for w in (0.1, 0.3, 0.5, 0.7, 0.9)},
     "flip manifest top bit": _flip("*manifest", 0.5, 0x80),
-    **{f"truncate {t}": _truncate(t) for t in (tables.EVENTS_FILE, tables.MEMBERS_FILE)},
+    **{f"truncate {t}": _truncate(t) for t in (EVENTS, LAST_EVENTS, tables.MEMBERS_FILE)},
     "truncate vectors": _truncate(VECTORS_FILE),
     "truncate fulltext .store": _truncate("*fulltext:.store"),
     "truncate manifest": _truncate("*manifest"),
-    "older events.arrow": _older(tables.EVENTS_FILE),
+    "older events": _older(LAST_EVENTS),
     "older members.arrow": _older(tables.MEMBERS_FILE),
-    "older tables": _older(tables.EVENTS_FILE, tables.MEMBERS_FILE),
+    "older tables": _older(LAST_EVENTS, tables.MEMBERS_FILE),
     **{
         f"directory instead of {t}": _directory_instead(t)
-        for t in (tables.EVENTS_FILE, tables.MEMBERS_FILE, VECTORS_FILE, "*manifest")
+        for t in (EVENTS, LAST_EVENTS, tables.MEMBERS_FILE, VECTORS_FILE, "*manifest")
     },
     "directory instead of fulltext meta.json": _directory_instead("*fulltext:meta.json"),
     **{f"file instead of {w} directory": _file_instead(w) for w in ("index", "generation")},
@@ -301,7 +308,7 @@ def test_cli_search_in_a_fresh_process_survives_flipped_bits(
 ) -> None:
     """The process, not only the library: a flipped offset in an Arrow file
     mapped without a check could crash it (a segmentation fault)."""
-    repo = damaged("flip events.arrow @0.5")
+    repo = damaged("flip events @0.5")
     args = template["commands"]["search"]
     proc = subprocess.run(
         [sys.executable, "-m", "gitmem.cli.main", *args, "-C", str(repo)], capture_output=True
@@ -314,8 +321,9 @@ def test_git_edda_index_checks_every_byte(template: dict[str, Any], tmp_path: Pa
     """Damage the file system does not see (the stamps still match: a failing
     disk) escapes the cheap check of queries, and 'git edda index' finds it."""
     repo = _copy(template, tmp_path)
-    _root, gen, _manifest = _index(repo)
-    path = gen / tables.EVENTS_FILE
+    _root, gen, manifest = _index(repo)
+    name = manifest.segments[0]
+    path = gen / name
     before = os.stat(path)
     with open(path, "r+b") as handle:  # flip a bit, then put the times back
         handle.seek(before.st_size // 2)
@@ -326,7 +334,7 @@ def test_git_edda_index_checks_every_byte(template: dict[str, Any], tmp_path: Pa
     stamps = json.loads((gen / "verified.json").read_text())
     after = os.stat(path)
     # what a failing disk would leave: the stamp still describes the file
-    stamps[tables.EVENTS_FILE][:5] = [
+    stamps[name][:5] = [
         after.st_dev,
         after.st_ino,
         after.st_size,
@@ -337,7 +345,7 @@ def test_git_edda_index_checks_every_byte(template: dict[str, Any], tmp_path: Pa
     code, out, err = run_cli(repo, "index", "--json")
     assert code == 0, err
     report = json.loads(out)
-    assert report["mode"] == "full" and "events.arrow" in report["reason"], report
+    assert report["mode"] == "full" and name in report["reason"], report
     _sound(repo)
     assert _answer(repo, template["commands"]["log"]) == template["expected"]["log"]
 
