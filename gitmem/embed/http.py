@@ -59,6 +59,9 @@ class HttpEmbedder:
     provider: ClassVar[str]
     default_url: ClassVar[str]
     default_model: ClassVar[str]
+    # A query is a round trip to a server: a search waits for it beside the
+    # full-text side (see gitmem.retrieval.overlap).
+    background: ClassVar[bool] = True
 
     def __init__(
         self,

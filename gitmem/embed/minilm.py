@@ -428,6 +428,9 @@ class MiniLMEmbedder:
 
     model_id: str = MODEL_ID
     dim: int = DIM
+    # A query takes milliseconds, mostly in BLAS with the GIL released: a
+    # search embeds it on a worker thread beside the full-text side.
+    background: bool = True
 
     def __init__(self, *, root: Path | None = None, stamp_dir: Path | None = None) -> None:
         self._root = root

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import time as _time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +32,7 @@ from gitmem.index.fusion import RRF_K as RRF_K  # re-exported: the CLI explains 
 from gitmem.memory.event import Event
 from gitmem.memory.query import EventFilter
 from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg
+from gitmem.retrieval import overlap
 
 RELEVANCE_WEIGHT = 0.9  # a query that asks about time: relevance and recency, weighed
 RECENCY_WEIGHT = 0.1
@@ -196,17 +197,21 @@ def search(
     pool = candidates or max(limit * 5, 50)
     if view.table.num_rows == 0:
         return result
+    # The query embeds (on a worker thread, when that is worth it) while the
+    # filters and the full-text side run here.
+    embedding = _query_vector(view, query, result, embedder) if mode != "lexical" else None
     allowed = _allowed(view, where, branch, all_branches)
     if allowed is not None and not allowed.any():
         return result
-    q = None
-    if mode in ("hybrid", "vector"):
-        q = _query_vector(view, query, result, embedder)
+    lexical_read = _first_read(lambda depth: _lexical(view, query, depth, allowed, advanced))
+    if mode != "vector" and embedding is not None:
+        lexical_read(pool)
+    q = embedding() if embedding is not None else None
     if fusion == "rrf":
         lexical: list[tuple[int, float]] = []
         vector: list[tuple[int, float]] = []
         if mode in ("hybrid", "lexical"):
-            lexical = _lexical(view, query, pool, allowed, advanced)
+            lexical = lexical_read(pool)
         if q is not None:
             found = _vector(view, q, pool, allowed)
             vector = [(row, score) for row, score in found if score >= MIN_COSINE]
@@ -214,7 +219,9 @@ def search(
         result.vector_candidates = len(vector)
         result.hits = _fuse_rrf(view, lexical, vector, now, limit, mode, result.timely)
     else:
-        result.hits = _fuse_scores(view, query, q, pool, allowed, advanced, now, limit, result)
+        result.hits = _fuse_scores(
+            view, query, q, pool, allowed, advanced, now, limit, result, lexical_read
+        )
     _provenance(view, result.hits)
     _supersession(view, result.hits, branch, all_branches)
     return result
@@ -248,9 +255,15 @@ def _lexical_scores(view: Any, query: str, rows: Sequence[int], advanced: bool) 
     return {row_of[key]: score for key, score in found.items() if key in row_of}
 
 
-def _query_vector(view: Any, query: str, result: SearchResult, embedder: Any) -> Any:
-    """The query's embedding, or None (with a warning) when there is no usable
-    vector index or the embedder fails."""
+def _query_vector(
+    view: Any, query: str, result: SearchResult, embedder: Any
+) -> Callable[[], Any] | None:
+    """None (with a warning) when there is no usable vector index; else a
+    function that returns the query's embedding, or None (with a warning)
+    when the embedder fails. An embedder slow enough to be worth it
+    (``background``: MiniLM, a model server) starts on the process's worker
+    thread at once (see :mod:`gitmem.retrieval.overlap`); a fast one (the
+    static embedder) runs when the embedding is asked for."""
     from gitmem.errors import GitmemError
 
     failed = view.manifest.embed_error  # why the last refresh could not embed
@@ -271,14 +284,39 @@ def _query_vector(view: Any, query: str, result: SearchResult, embedder: Any) ->
         return None
     if view.manifest.unembedded:
         result.warnings.append(f"{view.manifest.unembedded} events have no vector yet")
-    try:
-        return embedder.embed([query])[0]
-    except (GitmemError, OSError) as exc:  # an HTTP provider that went away
-        detail = exc.message if isinstance(exc, GitmemError) else str(exc)
-        result.warnings.append(
-            f"the embedding provider could not embed the query ({detail}): lexical results only"
-        )
-        return None
+    model = embedder
+
+    def embed() -> Any:
+        return model.embed([query])
+
+    fetch = overlap.submit(embed).result if getattr(model, "background", False) else embed
+
+    def wait() -> Any:
+        try:
+            return fetch()[0]
+        except (GitmemError, OSError) as exc:  # an HTTP provider that went away
+            detail = exc.message if isinstance(exc, GitmemError) else str(exc)
+            result.warnings.append(
+                f"the embedding provider could not embed the query ({detail}): lexical results only"
+            )
+            return None
+
+    return wait
+
+
+def _first_read(
+    read: Callable[[int], list[tuple[int, float]]],
+) -> Callable[[int], list[tuple[int, float]]]:
+    """``read``, remembering its answers by depth: the full-text candidates
+    read while the query embeds are not read again by the fusion."""
+    answers: dict[int, list[tuple[int, float]]] = {}
+
+    def cached(depth: int) -> list[tuple[int, float]]:
+        if depth not in answers:
+            answers[depth] = read(depth)
+        return answers[depth]
+
+    return cached
 
 
 def _keys(view: Any) -> Any:
@@ -342,6 +380,7 @@ def _fuse_scores(
     now: int,
     limit: int,
     result: SearchResult,
+    lexical_read: Callable[[int], list[tuple[int, float]]],
 ) -> list[Hit]:
     """Score-aware fusion of the engines the mode asks for (see :mod:`gitmem.index.fusion`)."""
     sides: list[fusions.Side[int]] = []
@@ -349,7 +388,7 @@ def _fuse_scores(
         sides.append(
             fusions.Side(
                 "lexical",
-                lambda depth: _lexical(view, query, depth, allowed, advanced),
+                lexical_read,
                 lambda rows: _lexical_scores(view, query, rows, advanced),
             )
         )
