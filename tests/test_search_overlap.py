@@ -1,0 +1,132 @@
+"""A slow embedder's query embedding runs beside the full-text search.
+
+The query embeds on the process's worker thread (gitmem.retrieval.overlap)
+while the filters and the full-text candidates are computed; the result must
+be exactly what running the two in turn gives, and a failing embedder must
+still leave lexical results with a warning.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_search import NOW, WORDS, notes_repo
+
+from gitmem.errors import GitmemError
+from gitmem.index.view import IndexView
+from gitmem.memory.query import EventFilter
+from gitmem.retrieval import overlap
+from gitmem.retrieval.search import SearchResult, search
+
+
+class Wrapped:
+    """The view's embedder, run in place or in the background, recording the
+    threads it embedded on; ``fail`` makes it raise like a server gone away."""
+
+    def __init__(self, inner: Any, *, background: bool, fail: bool = False) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.dim = inner.dim
+        self.background = background
+        self.fail = fail
+        self.threads: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        self.threads.append(threading.current_thread().name)
+        if self.fail:
+            raise GitmemError("the embedding server went away")
+        return self.inner.embed(texts)
+
+
+@pytest.fixture(scope="module")
+def varied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IndexView]:
+    import random
+
+    from conftest import isolated_environment
+
+    rng = random.Random(11)
+    texts = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12))) for _ in range(200)]
+    base = tmp_path_factory.mktemp("overlap")
+    with isolated_environment(base):
+        repo, _events = notes_repo(base / "repo", texts)
+        view = IndexView.open(repo)
+    with view:
+        yield view
+
+
+def _json(result: SearchResult) -> list[dict[str, Any]]:
+    return [h.to_json() for h in result.hits]
+
+
+@pytest.mark.parametrize("fusion", ["score", "rrf"])
+@pytest.mark.parametrize("mode", ["hybrid", "vector"])
+def test_background_embedding_gives_the_same_result(
+    varied: IndexView, mode: str, fusion: str
+) -> None:
+    view = varied
+    where = EventFilter(types=["note"])
+    for query in ("cache retry", "flaky network test", "schema migration rollback"):
+        for filters in (None, where):
+            inline = Wrapped(view.embedder, background=False)
+            beside = Wrapped(view.embedder, background=True)
+            one = search(
+                view, query, mode=mode, fusion=fusion, where=filters, now=NOW, embedder=inline
+            )
+            two = search(
+                view, query, mode=mode, fusion=fusion, where=filters, now=NOW, embedder=beside
+            )
+            assert one.hits and _json(one) == _json(two)
+            assert one.warnings == two.warnings
+            assert inline.threads == [threading.current_thread().name]
+            assert beside.threads == ["gitmem-overlap"]
+
+
+def test_the_configured_minilm_embeds_queries_in_the_background(varied: IndexView) -> None:
+    assert getattr(varied.embedder, "background", False) is True
+
+
+def test_a_failing_background_embedder_leaves_lexical_results(varied: IndexView) -> None:
+    view = varied
+    lexical = search(view, "cache retry", mode="lexical", now=NOW)
+    broken = Wrapped(view.embedder, background=True, fail=True)
+    hybrid = search(view, "cache retry", now=NOW, embedder=broken)
+    assert broken.threads == ["gitmem-overlap"]
+    assert [h.event.id for h in hybrid.hits] == [h.event.id for h in lexical.hits]
+    assert any("could not embed the query" in w for w in hybrid.warnings)
+    assert all(h.vector_score is None for h in hybrid.hits)
+
+
+def test_the_worker_returns_values_and_raises_errors() -> None:
+    assert overlap.submit(lambda: 6 * 7).result() == 42
+
+    def boom() -> int:
+        raise KeyError("lost")
+
+    with pytest.raises(KeyError, match="lost"):
+        overlap.submit(boom).result()
+    # one worker, reused: every job runs on the same thread
+    names = {overlap.submit(lambda: threading.current_thread().name).result() for _ in range(5)}
+    assert names == {"gitmem-overlap"}
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_starts_its_own_worker(tmp_path: Path) -> None:
+    overlap.submit(lambda: None).result()  # the parent's worker is running
+    out = tmp_path / "child"
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's worker thread did not come along
+        signal.alarm(20)  # a child left without a worker would wait forever
+        try:
+            done = overlap.submit(lambda: "ok")
+            out.write_text(done.result())
+        finally:
+            os._exit(0)
+    _pid, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert out.read_text() == "ok"
