@@ -27,13 +27,20 @@ from hypothesis import strategies as st
 from gitmem import Memory
 from gitmem.capture.sealer import Draft
 from gitmem.errors import NotFoundError
-from gitmem.graph.chunks import FILE_KIND, MAX_CHARS, MAX_LINES, Chunk, chunk_file, split_lines
+from gitmem.graph.chunks import (
+    FILE_KIND,
+    MAX_CHARS,
+    MAX_LINES,
+    Chunk,
+    chunk_file,
+    name_words,
+    split_lines,
+)
 from gitmem.graph.codeindex import (
     CHUNKS_DIR,
     CodeIndex,
     build_code_index,
     code_index_files,
-    name_words,
     read_meta,
     searchable,
 )

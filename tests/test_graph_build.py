@@ -533,6 +533,72 @@ def test_the_workers_cache_facts_and_chunks_for_the_next_process(tmp_path: Path)
     assert [r for r in again if r["path"] != "mod/m007.py"] == others
 
 
+def _generations(repo: Path) -> list[str]:
+    return sorted(p.name for p in graph_root(where(repo)).iterdir() if p.name.startswith("g"))
+
+
+def test_a_code_index_that_fails_while_resolving_fails_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The code index is built on a thread while the builder resolves: its
+    failure still fails the build, and the graph stays as it was."""
+    import gitmem.graph.codeindex as codeindex
+
+    repo = code_repo(tmp_path / "repo")
+    run(repo)
+    before = table_bytes(repo), _generations(repo)
+    write(repo, {"util.py": "def helper(x):\n    return x + 2\n"})
+    commit_all(repo, "change")
+
+    def failing(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the code index failed")
+
+    monkeypatch.setattr(codeindex, "build_code_index", failing)
+    with pytest.raises(RuntimeError, match="the code index failed"):
+        run(repo)
+    assert (table_bytes(repo), _generations(repo)) == before
+    monkeypatch.undo()
+    assert run(repo).built
+
+
+def test_a_failure_while_resolving_waits_for_the_code_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Resolving fails while the code index is being built: the build fails
+    with the resolver's error once the code index is done, and nothing of
+    the new generation is left behind (its thread wrote into it)."""
+    import gitmem.graph.codeindex as codeindex
+    from gitmem.graph.resolve import Resolver
+
+    repo = code_repo(tmp_path / "repo")
+    run(repo)
+    before = table_bytes(repo), _generations(repo)
+    write(repo, {"util.py": "def helper(x):\n    return x + 2\n"})
+    commit_all(repo, "change")
+    indexing, indexed = threading.Event(), threading.Event()
+    real = codeindex.build_code_index
+
+    def slow(*args: object, **kwargs: object) -> object:
+        indexing.set()
+        threading.Event().wait(0.3)  # still writing when the resolver fails
+        try:
+            return real(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            indexed.set()
+
+    def failing(self: Resolver, *args: object, **kwargs: object) -> None:
+        assert indexing.wait(5)
+        raise RuntimeError("the resolver failed")
+
+    monkeypatch.setattr(codeindex, "build_code_index", slow)
+    monkeypatch.setattr(Resolver, "update", failing)
+    monkeypatch.setattr(Resolver, "resolve", failing)
+    with pytest.raises(RuntimeError, match="the resolver failed"):
+        run(repo)
+    assert indexed.is_set()  # the build waited for it
+    assert (table_bytes(repo), _generations(repo)) == before
+
+
 # which files ----------------------------------------------------------------------------------
 def test_skipped_files_are_counted_by_reason(tmp_path: Path) -> None:
     files: dict[str, str | bytes] = {

@@ -49,8 +49,10 @@ UTF-8, undecodable bytes replaced.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import accumulate
 
 from gitmem.graph.facts import Definition, FileFacts
@@ -210,6 +212,31 @@ class Chunk:
     def text(self) -> str:
         """What is indexed and embedded: the header line, the context, the body."""
         return "\n".join((self.header, *self.context, self.body))
+
+    # The code index's id and full text of the chunk, computed once per chunk
+    # object (a cold build computes them as the parsers' results come in,
+    # while the builder waits anyway, and the code index then only looks
+    # them up). Not fields: they derive from the fields.
+    @cached_property
+    def id(self) -> str:
+        """SHA-256 of the path, lines, symbol, kind and text (the code index's chunk id)."""
+        data = "\0".join(
+            (self.path, str(self.start_line), str(self.end_line), self.symbol, self.kind, self.text)
+        )
+        return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
+
+    @cached_property
+    def searchable(self) -> str:
+        """The text as the full-text index holds it: the text, then its
+        identifiers split into words (``parseHeader``, ``HTTPServer`` ->
+        ``parse header``, ``http server``; the analyzer already splits at
+        ``_`` and ``.``), so that a word of a name finds it."""
+        text = self.text
+        if self.words is None:
+            words = name_words(text)
+        else:  # those of the context and body found where the chunk was made
+            words = list(dict.fromkeys([*name_words(self.header), *self.words]))
+        return text + ("\n" + "\n".join(words) if words else "")
 
 
 @dataclass

@@ -45,7 +45,6 @@ path and line, so the same index and query give the same hits.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -56,7 +55,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from gitmem.errors import GitmemError, IndexDamagedError, NotFoundError, UsageError
-from gitmem.graph.chunks import Chunk, name_words
+from gitmem.graph.chunks import Chunk
 from gitmem.index import fusion as fusions
 from gitmem.index.fulltext import FULLTEXT_DIR
 from gitmem.index.vectors import VECTORS_FILE, key64
@@ -119,18 +118,8 @@ def chunks_schema() -> pa.Schema:
 
 
 def chunk_id(chunk: Chunk) -> str:
-    """A chunk's id: what it is and where, hashed."""
-    data = "\0".join(
-        (
-            chunk.path,
-            str(chunk.start_line),
-            str(chunk.end_line),
-            chunk.symbol,
-            chunk.kind,
-            chunk.text,
-        )
-    )
-    return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
+    """A chunk's id: what it is and where, hashed (:attr:`Chunk.id`)."""
+    return chunk.id
 
 
 @dataclass
@@ -530,16 +519,8 @@ def _fulltext(
 
 
 def searchable(chunk: Chunk) -> str:
-    """A chunk's text as the full-text index holds it: the text, then its
-    identifiers split into words (``parseHeader``, ``HTTPServer`` ->
-    ``parse header``, ``http server``; the analyzer already splits at ``_``
-    and ``.``), so that a word of a name finds it."""
-    text = chunk.text
-    if chunk.words is None:
-        words = name_words(text)
-    else:  # those of the context and body found where the chunk was made
-        words = list(dict.fromkeys([*name_words(chunk.header), *chunk.words]))
-    return text + ("\n" + "\n".join(words) if words else "")
+    """A chunk's text as the full-text index holds it (:attr:`Chunk.searchable`)."""
+    return chunk.searchable
 
 
 def _vectors(

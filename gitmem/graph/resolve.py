@@ -2052,17 +2052,22 @@ def _edges_table(edges: _Edges) -> pa.Table:
     """The rows of ``edges``, unsorted."""
     import pyarrow as pa
 
-    keys = list(edges.rows)
     rows = edges.rows
+    # Columns by transposing (keys and values come in the same order): one
+    # pass in C, where a comprehension per column cost 0.4 s on the
+    # standard library's 280,000 edges.
+    none: tuple[tuple[object, ...], ...] = ((), (), (), ())
+    src, kind, dst, line = zip(*rows, strict=True) if rows else none
+    confidence, reason, path = zip(*rows.values(), strict=True) if rows else none[:3]
     return pa.table(
         {
-            "src": [k[0] for k in keys],
-            "dst": [k[2] for k in keys],
-            "kind": [k[1] for k in keys],
-            "confidence": [rows[k][0] for k in keys],
-            "reason": [rows[k][1] for k in keys],
-            "line": [k[3] for k in keys],
-            "path": [rows[k][2] for k in keys],
+            "src": src,
+            "dst": dst,
+            "kind": kind,
+            "confidence": confidence,
+            "reason": reason,
+            "line": line,
+            "path": path,
         },
         schema=edges_schema(),
     )
