@@ -407,15 +407,6 @@ def forward(weights: Weights, texts: Sequence[Sequence[int]]) -> Floats:
 
 # -- the embedder ----------------------------------------------------------------------
 
-# Loaded files per data directory, shared by every embedder of this process
-# (the daemon, the MCP server, a library user searching in a loop pay the
-# ~60 ms load once). An entry is reused only while both files keep their
-# (size, mtime, inode): a replaced file is verified and loaded again.
-_LOADED: dict[
-    str, tuple[tuple[tuple[int, int, int], ...], mmap.mmap, Weights, WordPieceTokenizer]
-] = {}
-_LOADING = threading.Lock()
-
 
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (384 dimensions), int8 weights run in float32 numpy, offline.
@@ -451,13 +442,7 @@ class MiniLMEmbedder:
         if self._weights is not None:
             return
         root = self._root if self._root is not None else DATA_DIR
-        with _LOADING:  # two threads of the daemon must not both load 40 MB
-            signature = pinned.signature(PINS.files, root)
-            loaded = _LOADED.get(str(root))
-            if loaded is None or loaded[0] != signature:
-                verify_files(root, self._stamp_dir)
-                loaded = _LOADED[str(root)] = (signature, *_load(root))
-        _, self._mapped, self._weights, self._tokenizer = loaded
+        self._mapped, self._weights, self._tokenizer = _FILES.get(root, self._stamp_dir)
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Each text's word-piece ids, ``[CLS]`` and ``[SEP]`` included, at
@@ -513,3 +498,6 @@ def _load(root: Path) -> tuple[mmap.mmap, Weights, WordPieceTokenizer]:
             REINSTALL_HINT,
         )
     return mapped, weights, tokenizer
+
+
+_FILES = pinned.Loaded(PINS, _load)

@@ -15,10 +15,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Generic, NamedTuple, TypeVar
 
 from gitmem.errors import DependencyError
 
@@ -36,6 +37,8 @@ _STAMP_FORMAT = 1
 _RACY_NS = 2_000_000_000
 
 Stamp = tuple[str, int, int, int, str]  # path, size, mtime_ns, inode, sha256
+Signature = tuple[tuple[int, int, int], ...]
+T = TypeVar("T")
 
 
 class PinnedFile(NamedTuple):
@@ -138,7 +141,7 @@ def verify(pins: PinnedSet, root: Path, stamp_dir: Path | None = None) -> int:
     return hashed
 
 
-def signature(files: Sequence[PinnedFile], root: Path) -> tuple[tuple[int, int, int], ...]:
+def signature(files: Sequence[PinnedFile], root: Path) -> Signature:
     """The (size, mtime, inode) of every file: what a process cache of the
     loaded files is keyed by. ((-1,-1,-1),) when one is missing: never a
     cache hit, so that the verification names what is missing."""
@@ -150,3 +153,29 @@ def signature(files: Sequence[PinnedFile], root: Path) -> tuple[tuple[int, int, 
         except OSError:
             return ((-1, -1, -1),)
     return tuple(out)
+
+
+class Loaded(Generic[T]):
+    """A set of pinned files, verified and loaded once per process and data
+    directory, and shared by every embedder of the process: the daemon, the
+    MCP server or a library user searching in a loop pays the load (tens of
+    milliseconds) once. An entry is reused only while every file keeps its
+    (size, mtime, inode): a replaced file is verified and loaded again. One
+    lock: two threads must not both load tens of megabytes."""
+
+    def __init__(self, pins: PinnedSet, load: Callable[[Path], T]) -> None:
+        self._pins = pins
+        self._load = load
+        self._entries: dict[str, tuple[Signature, T]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, root: Path, stamp_dir: Path | None) -> T:
+        """The files under ``root``, loaded; verified first unless this
+        process already loaded them as they are (see :func:`verify`)."""
+        with self._lock:
+            now = signature(self._pins.files, root)
+            entry = self._entries.get(str(root))
+            if entry is None or entry[0] != now:
+                verify(self._pins, root, stamp_dir)
+                entry = self._entries[str(root)] = (now, self._load(root))
+            return entry[1]

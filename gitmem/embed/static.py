@@ -137,14 +137,6 @@ def _map_weights(path: Path) -> tuple[mmap.mmap, NDArray[np.float16]]:
     return mapped, matrix.reshape(VOCAB_SIZE, DIM)
 
 
-# Loaded files per data directory, shared by every embedder of this process:
-# reading the tokenizer's JSON is ~65 ms, which a long-lived process (the
-# daemon, the MCP server, a library user searching in a loop) pays once. An
-# entry is reused only while both files keep their (size, mtime, inode): a
-# replaced file is verified and loaded again.
-_LOADED: dict[str, tuple[tuple[tuple[int, int, int], ...], mmap.mmap, Any, BPETokenizer]] = {}
-
-
 class StaticEmbedder:
     """Mean of static token vectors (wordllama l2_supercat, 256 dims), offline.
 
@@ -175,22 +167,8 @@ class StaticEmbedder:
         """
         if self._tokenizer is not None:
             return
-        from gitmem.embed.bpe import BPETokenizer
-
         root = self._root if self._root is not None else DATA_DIR
-        signature = pinned.signature(PINS.files, root)
-        loaded = _LOADED.get(str(root))
-        if loaded is None or loaded[0] != signature:
-            verify_files(root, self._stamp_dir)
-            mapped, weights = _map_weights(root / WEIGHTS.relpath)
-            try:
-                tokenizer = BPETokenizer.from_file(root / TOKENIZER.relpath)
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                raise DependencyError(
-                    f"cannot load the tokenizer {root / TOKENIZER.relpath}: {exc}", REINSTALL_HINT
-                ) from None
-            loaded = _LOADED[str(root)] = (signature, mapped, weights, tokenizer)
-        _, self._mapped, self._weights, self._tokenizer = loaded
+        self._mapped, self._weights, self._tokenizer = _FILES.get(root, self._stamp_dir)
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Embed ``texts``: float32 ``(len(texts), 256)``, unit rows; a text
@@ -269,3 +247,21 @@ class StaticEmbedder:
         counts = np.asarray(lengths, dtype=np.float32)
         counts[counts == 0] = 1.0
         out /= counts[:, None]
+
+
+def _load(root: Path) -> tuple[mmap.mmap, NDArray[np.float16], BPETokenizer]:
+    """The weights (memory-mapped) and the tokenizer (reading its JSON is
+    ~65 ms) under ``root``."""
+    from gitmem.embed.bpe import BPETokenizer
+
+    mapped, weights = _map_weights(root / WEIGHTS.relpath)
+    try:
+        tokenizer = BPETokenizer.from_file(root / TOKENIZER.relpath)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise DependencyError(
+            f"cannot load the tokenizer {root / TOKENIZER.relpath}: {exc}", REINSTALL_HINT
+        ) from None
+    return mapped, weights, tokenizer
+
+
+_FILES = pinned.Loaded(PINS, _load)
