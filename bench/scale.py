@@ -221,6 +221,8 @@ def main() -> int:
             print(f"reusing the store in {store}", flush=True)
             shutil.copytree(store / "a", a, symlinks=True)
             shutil.copytree(store / "remote.git", remote, symlinks=True)
+            # the kept store's origin is the bare remote of the run that made it
+            runner.git(a, "remote", "set-url", "origin", remote.as_uri())
             meta = json.loads((store / "generated.json").read_text())
         else:
             meta = _generate(runner, work, a, remote, args, row)
