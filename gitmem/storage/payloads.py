@@ -209,7 +209,16 @@ class PayloadStore:
         parents: list[str] = []
         if old is not None:
             before, after = self.payload_tree(old), self.payload_tree(new)
-            if all(d.old is None for d in self.backend.diff_trees(before, after)):
+            # by id, as the sync's checks already compared the two stores
+            kept = all(
+                theirs is None for _, theirs in self.payload_differences(after, before).values()
+            )
+            attachments = self.backend.diff_trees(
+                self.backend.read_path(before, "b") if before else None,
+                self.backend.read_path(after, "b") if after else None,
+            )
+            others = [e.name for e in self.backend.read_tree(before) if e.name not in ("p", "b")]
+            if kept and not others and all(d.old is None for d in attachments):
                 parents = [old]
         message = f"gitmem payload base\n\n{layout.FORMAT_TRAILER}: {layout.FORMAT_VERSION}\n"
         return batch.commit(batch.tree([]), parents, message, 0)
