@@ -18,7 +18,7 @@ from gitmem.errors import GitError
 from gitmem.records import canonical, layout
 from gitmem.records.layout import MODE_BLOB
 from gitmem.records.validate import payload_problem
-from gitmem.storage.backends.base import EMPTY_TREE_MARK, Backend, edit_tree
+from gitmem.storage.backends.base import EMPTY_TREE_MARK, Backend, TreeChange, edit_tree
 from gitmem.storage.eventchain import Sealed, check_format
 from gitmem.storage.objects import ObjectBatch
 
@@ -117,17 +117,9 @@ class PayloadStore:
         """
         ours = self.backend.read_path(root, "p") if root else None
         theirs = self.backend.read_path(other, "p") if other else None
-        if ours == theirs:
-            return {}
-        # a sync compares the same two stores while checking and merging
-        memo: dict[tuple[str | None, str | None], Any] = self.__dict__.setdefault(
-            "_differences", {}
-        )
-        if (ours, theirs) in memo:
-            return dict(memo[ours, theirs])
         found: dict[str, tuple[str | None, str | None]] = {}
         odd: dict[str, str] = {}  # event id -> its fan-out directory
-        for change in self.backend.diff_trees(ours, theirs):
+        for change in self._diff_memo(ours, theirs):
             parts = change.path.split("/")
             if len(parts) < 2:
                 continue  # a file beside the fan-out directories: not a payload
@@ -141,10 +133,21 @@ class PayloadStore:
             after = self.backend.read_path(theirs, path) if theirs else None
             if before != after:
                 found[event_id] = (before, after)
-        if len(memo) >= 4:
-            memo.clear()
-        memo[ours, theirs] = found
-        return dict(found)
+        return found
+
+    def _diff_memo(self, old: str | None, new: str | None) -> list[TreeChange]:
+        """:meth:`Backend.diff_trees`, remembered: a sync compares the same two
+        stores while checking, merging and pushing (a second at a million
+        events each time)."""
+        if old == new:
+            return []
+        memo: dict[tuple[str | None, str | None], list[TreeChange]]
+        memo = self.__dict__.setdefault("_diffs", {})
+        if (old, new) not in memo:
+            if len(memo) >= 4:
+                memo.clear()
+            memo[old, new] = self.backend.diff_trees(old, new)
+        return memo[old, new]
 
     def missing_payloads(self, root: str | None, other: str | None) -> Iterator[tuple[str, str]]:
         """(event id, blob) of payloads in store ``other`` that ``root`` lacks,
@@ -213,11 +216,12 @@ class PayloadStore:
             kept = all(
                 theirs is None for _, theirs in self.payload_differences(after, before).values()
             )
-            attachments = self.backend.diff_trees(
+            attachments = self._diff_memo(
                 self.backend.read_path(before, "b") if before else None,
                 self.backend.read_path(after, "b") if after else None,
             )
-            others = [e.name for e in self.backend.read_tree(before) if e.name not in ("p", "b")]
+            tops = self.backend.read_tree(before) if before else []
+            others = [e.name for e in tops if e.name not in ("p", "b")]
             if kept and not others and all(d.old is None for d in attachments):
                 parents = [old]
         message = f"gitmem payload base\n\n{layout.FORMAT_TRAILER}: {layout.FORMAT_VERSION}\n"
@@ -229,10 +233,24 @@ class PayloadStore:
         directory in ``other``, which no diff shows, is kept: it holds nothing.)"""
         if not changes:
             return False
-        differences = self.backend.diff_trees(root, other)
+        tops = {e.name: e for e in self.backend.read_tree(other)}
+        mine = {e.name: e for e in self.backend.read_tree(root)} if root else {}
+        if any(
+            (tops.get(name) != mine.get(name)) if name not in ("p", "b") else False
+            for name in tops.keys() | mine.keys()
+        ):
+            return False
+        differences: list[tuple[str, TreeChange]] = []
+        for top in ("p", "b"):
+            here, there = mine.get(top), tops.get(top)
+            for entry in (here, there):
+                if entry is not None and entry.mode != layout.MODE_TREE:
+                    return False
+            for d in self._diff_memo(here.oid if here else None, there.oid if there else None):
+                differences.append((f"{top}/{d.path}", d))
         return len(differences) == len(changes) and all(
-            d.mode == MODE_BLOB and d.path in changes and changes[d.path] == d.new
-            for d in differences
+            d.mode == MODE_BLOB and path in changes and changes[path] == d.new
+            for path, d in differences
         )
 
     def payload_commit(
