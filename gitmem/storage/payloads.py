@@ -302,7 +302,7 @@ class PayloadStore:
                 continue
             changes[layout.payload_path(event_id)] = blob
             added += 1
-            for sha in _attachment_refs(self.backend.read_blob(blob)):
+            for sha in self.attachments_of(blob):
                 path = layout.attachment_path(sha)
                 have = self.backend.read_path(root, path) if root else None
                 if have is None or changes.get(path, have) is None:
@@ -310,6 +310,21 @@ class PayloadStore:
                     if theirs is not None:
                         changes[path] = theirs
         return added
+
+    def attachments_of(self, blob: str, stored: Any = None) -> list[str]:
+        """The attachments stored body ``blob`` refers to (``stored``: its
+        decoded form, when the caller has it). Remembered by blob id, which
+        fixes the bytes: a pull's checks decode every payload it merges."""
+        memo: dict[str, list[str]] = self.__dict__.setdefault("_attachments", {})
+        if blob not in memo:
+            if len(memo) >= 1 << 16:
+                memo.clear()
+            memo[blob] = (
+                layout.attachment_refs(stored)
+                if stored is not None
+                else _attachment_refs(self.backend.read_blob(blob))
+            )
+        return memo[blob]
 
     def removal(
         self, root: str | None, remove: Sequence[str]

@@ -244,7 +244,9 @@ def _check_payload(
         return data
 
     try:
-        body = layout.join_attachments(canonical.decode(memory.backend.read_blob(blob)), attachment)
+        stored = canonical.decode(memory.backend.read_blob(blob))
+        memory.ledger.attachments_of(blob, stored)  # the merge needs them: no second read
+        body = layout.join_attachments(stored, attachment)
     except KeyError as exc:
         raise _refuse(remote, what, f"attachment {exc} is missing") from None
     except (GitmemError, ValueError) as exc:
