@@ -241,3 +241,32 @@ def test_remembered_fork_records_match_a_full_walk(
                 full = heads.find_fork(mem.backend, tip, branch)
                 assert forks.code(tip, branch) == (None if full is None else full[1])
             forks.save()
+
+
+def test_a_pull_advances_the_redaction_record_to_what_a_full_read_finds(
+    tmp_path: Path, remote: Path
+) -> None:
+    """The record a pull advances from the envelopes it checked (without
+    reading the new commits again) equals the one a full read builds."""
+    from gitmem.storage import redactions
+
+    a = clone(remote, tmp_path / "a")
+    b = clone(remote, tmp_path / "b")
+    secret_id, _ = notes(a, [f"the token is {SECRET}", "harmless"])
+    assert cli(a, "sync")[0] == 0
+    assert cli(b, "pull")[0] == 0
+    with Memory.open(a) as mem:
+        mem.redact(secret_id, "leaked token")
+    notes(a, ["after the redaction"])
+    assert cli(a, "sync")[0] == 0
+    assert cli(b, "pull")[0] == 0
+
+    record = tmp_path / "b" / ".git" / "edda" / redactions.RECORD
+    advanced = json.loads(record.read_text())
+    with Memory.open(b) as mem:
+        assert advanced["tips"] == mem.ledger.memory_refs()
+        record.unlink()
+        tips, events = redactions.redaction_events(mem.ledger)
+        assert mem.ledger.redaction_targets([mem.ledger.payload_tree()]) == {secret_id}
+    assert tips == advanced["tips"]
+    assert set(events) == set(advanced["events"]) and len(events) == 1
