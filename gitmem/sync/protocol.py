@@ -15,8 +15,15 @@ One round (spec/sync.md, "Sync protocol"):
 5. with ``pull``, merge the memory of branches whose code has been merged;
 6. push every local ref that ``edda.push`` selects (:mod:`gitmem.sync.selection`)
    and the remote lacks or is behind on, without force (the payload store
-   with a lease on the value just fetched); when the remote moved meanwhile,
-   go back to 2, up to ``attempts`` times.
+   with a lease on the value just fetched, and beside it
+   ``refs/edda/payloads-base``, whose parent is the snapshot it replaces, so
+   that git sends only what the snapshot adds); when the remote moved
+   meanwhile, go back to 2, up to ``attempts`` times.
+
+What a round reads grows with what is new, not with the store: the checks
+read the incoming commits only, the payload stores are compared by git's
+tree diff, and the redaction record, the fork records and the last code-merge
+detection are remembered in the state directory (spec/sync.md §7).
 """
 
 from __future__ import annotations
