@@ -82,8 +82,11 @@ from gitmem.capture.sealer import Draft
 from gitmem.memory.api import Memory
 text = scalegen.Text(random.Random(5))
 n, start = int(sys.argv[2]), int(sys.argv[3])
+# argv[5] "branch": on the checked-out branch, whose memory a sync pushes;
+# else on the detached-HEAD chain, which edda.push=tracked keeps local
+where = {} if sys.argv[5:] == ["branch"] else {"branch": None}
 drafts = [Draft("observation", {"kind": "command", "tool": "Bash", "input": f"pytest -q {text.file()}",
-          "result": text.output()}, "late-session", "agent-late", None, None, start + i)
+          "result": text.output()}, "late-session", "agent-late", None, time=start + i, **where)
           for i in range(n)]
 with Memory.open(sys.argv[1]) as m:
     m.flush()
@@ -224,6 +227,8 @@ def main() -> int:
             # the kept store's origin is the bare remote of the run that made it
             runner.git(a, "remote", "set-url", "origin", remote.as_uri())
             meta = json.loads((store / "generated.json").read_text())
+            # the copy's remote: the store's origin named the run that made it
+            runner.git(a, "remote", "set-url", "origin", remote.as_uri())
         else:
             meta = _generate(runner, work, a, remote, args, row)
             if store is not None:
@@ -346,7 +351,7 @@ def _share(
     row("fresh clone: `git edda init` fetches all memory", f"{seconds:.1f} s")
     # 10,000 new events in the clone, then sync on both sides
     out = runner.python(APPEND, str(b), "10000", str(START_US + 367 * 86400 * 10**6),
-                        str(Path(__file__).resolve().parent), cwd=b)[2]  # fmt: skip
+                        str(Path(__file__).resolve().parent), "branch", cwd=b)[2]  # fmt: skip
     del out
     seconds = runner.edda(b, "sync")[0]
     row("`git edda sync` pushing 10,000 new events", f"**{seconds:.2f} s**", "≤ 3 s")

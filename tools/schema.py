@@ -121,6 +121,7 @@ def generate() -> dict[str, bytes]:
                 "branch_chain": layout.BRANCH_PREFIX + "<branch, '%' -> '%25', '/' -> '%2F'>",
                 "detached_chain": layout.DETACHED_REF,
                 "payload_store": layout.PAYLOAD_REF,
+                "payload_base": layout.PAYLOAD_BASE_REF + " (on remotes only: spec/sync.md)",
             },
             "event_commit": {
                 "tree": {
@@ -141,7 +142,7 @@ def generate() -> dict[str, bytes]:
                 "time": 0,
             },
             "attachment_min_bytes": layout.ATTACHMENT_MIN_BYTES,
-            "state_dir": "<git common dir>/edda: spool/, clock, lock, purge-list, pruned, active/, intents/, log/, index/, verify/, redactions.json",
+            "state_dir": "<git common dir>/edda: spool/, clock, lock, purge-list, pruned, active/, intents/, log/, index/, verify/, redactions.json, forks.json, code-merges.json",
         }
     )
     files.update(_index_formats())

@@ -9,6 +9,7 @@ says, and apply the forks and merges hooks recorded first.
 
 from __future__ import annotations
 
+import json
 import os
 import weakref
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from gitmem.branches.store import ChainStore
 from gitmem.errors import NotFoundError, UsageError
 from gitmem.records import layout
 from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg, CurrentBranch
+from gitmem.storage.files import write_atomic
 from gitmem.storage.objects import ObjectBatch
 
 # Stores applying intents right now: reading memory while applying one flushes,
@@ -252,13 +254,61 @@ def merge_code_merges(store: ChainStore) -> list[MergeResult]:
             name = layout.branch_of_ref(ref)
             if name is not None and name in local:
                 targets.add(name)
+        inputs = _detection_inputs(store, local, sorted(targets))
+        if inputs == _read_detection(store):
+            return []  # nothing it depends on moved since it last found nothing to merge
         results = []
         for source, target in code_merges(store, sorted(targets)):
             tip = store.ledger.memory_refs()[layout.branch_ref(source)]
             result = _join(store, source, target, tip)
             if result.outcome != "up-to-date":
                 results.append(result)
+        if not results:
+            _write_detection(store, inputs)
         return results
+
+
+DETECTION_RECORD = "code-merges.json"
+
+
+def _detection_inputs(
+    store: ChainStore, local: dict[str, str], targets: list[str]
+) -> dict[str, Any]:
+    """Everything the code-merge detection of a pull reads: memory tips (and
+    through them fork records and linked commits), code tips (local and
+    remote-tracking branches), the trunk and the targets. Commits never
+    change, so the same inputs find the same merges."""
+    from gitmem.branches.gitinfo import REMOTES
+
+    return {
+        "version": 1,
+        "memory": store.ledger.memory_refs(),
+        "heads": local,
+        "remotes": store.backend.list_refs(REMOTES),
+        "trunk": store.trunk,
+        "targets": targets,
+    }
+
+
+def _read_detection(store: ChainStore) -> Any:
+    try:
+        with open(store.location.state_dir / DETECTION_RECORD, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def _write_detection(store: ChainStore, inputs: dict[str, Any]) -> None:
+    """Remember inputs that found nothing to merge (a cache: losing it costs
+    one detection)."""
+    try:
+        write_atomic(
+            str(store.location.state_dir / DETECTION_RECORD),
+            json.dumps(inputs, sort_keys=True).encode(),
+            fsync=False,
+        )
+    except OSError:
+        pass
 
 
 def branches(store: ChainStore, sizes: Callable[[str], int] | None = None) -> list[BranchInfo]:

@@ -20,29 +20,105 @@ request was merged).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from gitmem.branches.gitinfo import code_tip
 from gitmem.records import layout
 from gitmem.storage import heads
+from gitmem.storage.files import write_atomic
 
 if TYPE_CHECKING:
     from gitmem.branches.store import ChainStore
 
 
+FORKS_RECORD = "forks.json"
+
+
 class _Forks:
-    """Fork records by (tip, branch), cached for one detection run."""
+    """Fork records by (tip, branch), cached for one detection run and, in
+    ``<common dir>/edda/forks.json``, from one run to the next.
+
+    Finding a branch's fork walks its chain down to the fork commit, and a
+    chain that has none (the trunk's) all the way: at a million events, a
+    second per pull. The record keeps each branch's last answer with the tip
+    it was found from. The same tip gives the same answer; a chain that
+    had no fork commit and only moved forward has one only if the commits
+    added since bring one (a walk can only reach a fork commit below the old
+    tip by passing through the old tip's history, which held none), so only
+    those are walked. A record is a cache: deleting it costs one walk per
+    branch.
+    """
 
     def __init__(self, memory: ChainStore) -> None:
         self.memory = memory
         self.cache: dict[tuple[str, str], tuple[str | None, str | None] | None] = {}
+        self.path = memory.location.state_dir / FORKS_RECORD
+        self.record: dict[str, Any] = _read_json(self.path)
+        self.learned = False
 
     def code(self, tip: str, branch: str) -> str | None:
         key = (tip, branch)
         if key not in self.cache:
-            self.cache[key] = heads.find_fork(self.memory.backend, tip, branch)
+            self.cache[key] = self._find(tip, branch)
         found = self.cache[key]
         return None if found is None else found[1]
+
+    def _find(self, tip: str, branch: str) -> tuple[str | None, str | None] | None:
+        backend = self.memory.backend
+        known = self.record.get(branch)
+        if isinstance(known, dict) and isinstance(known.get("tip"), str):
+            fork = known.get("fork")
+            answer = (
+                (fork[0], fork[1])
+                if isinstance(fork, list)
+                and len(fork) == 2
+                and all(x is None or isinstance(x, str) for x in fork)
+                else None
+            )
+            if known["tip"] == tip:
+                return answer
+            old = known["tip"]
+            if (
+                answer is None
+                and "fork" in known
+                and backend.has_object(old)
+                and backend.is_ancestor(old, tip)
+            ):
+                added = set(backend.commits_between([tip], [old]))
+                found = heads.find_fork(backend, tip, branch, within=added)
+                self._remember(branch, tip, found)
+                return found
+        found = heads.find_fork(backend, tip, branch)
+        self._remember(branch, tip, found)
+        return found
+
+    def _remember(self, branch: str, tip: str, found: tuple[str | None, str | None] | None) -> None:
+        self.record[branch] = {"tip": tip, "fork": list(found) if found is not None else None}
+        self.learned = True
+
+    def save(self) -> None:
+        """Write the record (a cache: a failed write costs walks next time)."""
+        if not self.learned:
+            return
+        _write_json(self.path, self.record)
+        self.learned = False
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    try:
+        write_atomic(str(path), json.dumps(data, sort_keys=True).encode(), fsync=False)
+    except OSError:
+        pass
 
 
 def _ancestor(memory: ChainStore, a: str | None, b: str | None) -> bool:
@@ -77,9 +153,16 @@ def merged_into(
         source = layout.branch_of_ref(ref)
         if source is None or source == target:
             continue
-        if target_tip is not None and backend.is_ancestor(tip, target_tip):
-            continue
-        source_code = code_tip(backend, source) or last_linked_commit(memory, source)
+        # Every test below must pass; they run cheapest first. Whether one
+        # memory chain contains another is a walk of both histories since they
+        # parted (libgit2 has no generation numbers), so it comes last, unless
+        # the alternative is reading every event of the source for its code.
+        contained = target_tip is not None and _Contained(backend, tip, target_tip)
+        source_code = code_tip(backend, source)
+        if source_code is None:
+            if contained and contained():
+                continue
+            source_code = last_linked_commit(memory, source)
         if not _ancestor(memory, source_code, target_code):
             continue
         if before is not None and _ancestor(memory, source_code, before):
@@ -94,8 +177,23 @@ def merged_into(
             # is an ancestor" cannot tell merged work from a branch created
             # where the target already was: leave it to post-merge or git edda merge.
             continue
+        if contained and contained():
+            continue  # its memory is already part of the target's
         found.append(source)
     return found
+
+
+class _Contained:
+    """Whether chain tip ``tip`` is an ancestor of ``target``, asked at most once."""
+
+    def __init__(self, backend: Any, tip: str, target: str) -> None:
+        self.backend, self.tip, self.target = backend, tip, target
+        self.answer: bool | None = None
+
+    def __call__(self) -> bool:
+        if self.answer is None:
+            self.answer = bool(self.backend.is_ancestor(self.tip, self.target))
+        return self.answer
 
 
 def code_merges(memory: ChainStore, targets: list[str]) -> list[tuple[str, str]]:
@@ -105,6 +203,7 @@ def code_merges(memory: ChainStore, targets: list[str]) -> list[tuple[str, str]]
     for target in targets:
         for source in merged_into(memory, target, forks=forks):
             pairs.append((source, target))
+    forks.save()
     return pairs
 
 

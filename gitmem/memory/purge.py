@@ -131,9 +131,13 @@ def _write_purge_list(state_dir: Path, oids: set[str], *, fsync: bool) -> None:
 
 def _is_payload_mirror(ref: str) -> bool:
     """``refs/edda-remotes/<key>/payloads``: the remote key is one component."""
+    return _is_mirror_of(ref, layout.PAYLOAD_REF)
+
+
+def _is_mirror_of(ref: str, remote_ref: str) -> bool:
     rest = ref[len(layout.MIRROR_ROOT) :]
     key, sep, name = rest.partition("/")
-    return bool(key) and sep == "/" and layout.REF_ROOT + name == layout.PAYLOAD_REF
+    return bool(key) and sep == "/" and layout.REF_ROOT + name == remote_ref
 
 
 def _store_blobs(memory: Memory, root: str) -> Iterable[tuple[str, str]]:
@@ -177,7 +181,17 @@ def _strip_mirrors(memory: Memory, listed: set[str]) -> int:
     if not listed:
         return 0
     backend = memory.backend
-    mirrors = [r for r in backend.list_refs(layout.MIRROR_ROOT) if _is_payload_mirror(r)]
+    refs = backend.list_refs(layout.MIRROR_ROOT)
+    # A mirrored payloads-base keeps the snapshot before the remote's current
+    # one reachable; it only helps the next transfer, so it goes.
+    bases = {r: tip for r, tip in refs.items() if _is_mirror_of(r, layout.PAYLOAD_BASE_REF)}
+    if bases:
+        run_git(
+            ["update-ref", "--stdin"],
+            memory.location.cwd,
+            "".join(f"delete {r} {tip}\n" for r, tip in bases.items()).encode(),
+        )
+    mirrors = [r for r in refs if _is_payload_mirror(r)]
     if not mirrors:
         return 0
     live: set[str] | None = None

@@ -93,11 +93,29 @@ def decode(data: bytes) -> Any:
     return json.loads(data.decode("utf-8"))
 
 
-def is_canonical(data: bytes) -> bool:
-    """True when ``data`` is exactly the canonical encoding of what it decodes to."""
+def _refuse_constant(text: str) -> Any:
+    raise ValueError(f"{text} is not canonical (floating-point)")
+
+
+def decode_exact(data: bytes) -> Any:
+    """:func:`decode`, refusing what no canonical encoding holds: floating-point
+    numbers, ``NaN`` and ``Infinity`` (ValueError)."""
+    return json.loads(
+        data.decode("utf-8"), parse_float=_refuse_constant, parse_constant=_refuse_constant
+    )
+
+
+def is_canonical(data: bytes, value: Any = None) -> bool:
+    """True when ``data`` is exactly the canonical encoding of what it decodes
+    to. ``value``: ``data`` already decoded by :func:`decode_exact`.
+
+    Decoded JSON needs no :func:`normalize`: floats are refused while
+    decoding, and a lone surrogate (an escape in ``data``) cannot be encoded
+    as UTF-8, so neither is canonical, as normalising would have found at the
+    cost of a walk through the value."""
     try:
-        return encode(normalize(decode(data))) == data
-    except (ValueError, UsageError):
+        return encode(decode_exact(data) if value is None else value) == data
+    except (ValueError, UnicodeEncodeError):
         return False
 
 

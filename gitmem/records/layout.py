@@ -34,6 +34,10 @@ REF_ROOT = "refs/edda/"
 BRANCH_PREFIX = "refs/edda/branches/"
 DETACHED_REF = "refs/edda/detached"
 PAYLOAD_REF = "refs/edda/payloads"
+# On a remote only: a commit whose parent is the payload snapshot the last
+# push replaced (spec/sync.md, "Incremental transfer"), so that git sends
+# only what the new snapshot adds. Never read as memory.
+PAYLOAD_BASE_REF = "refs/edda/payloads-base"
 EVENTS_DIR = "events"
 FORMAT_TRAILER = "Edda-Format"
 COUNT_TRAILER = "Edda-Events"

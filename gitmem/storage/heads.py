@@ -90,11 +90,16 @@ def fork_record(backend: Backend, commit: str) -> tuple[str, str | None, str | N
     return branch, trailers.get(layout.FORK_TRAILER), trailers.get(layout.FORK_CODE_TRAILER)
 
 
-def find_fork(backend: Backend, tip: str, branch: str) -> tuple[str | None, str | None] | None:
-    """(source, code) of the newest fork commit of ``branch`` reachable from ``tip``."""
+def find_fork(
+    backend: Backend, tip: str, branch: str, *, within: set[str] | None = None
+) -> tuple[str | None, str | None] | None:
+    """(source, code) of the newest fork commit of ``branch`` reachable from ``tip``.
+
+    ``within``: walk only these commits (those added since a tip whose
+    history holds no fork commit of ``branch``)."""
     best: tuple[int, tuple[str | None, str | None]] | None = None
     seen = {tip}
-    stack = [tip]
+    stack = [tip] if within is None or tip in within else []
     while stack:
         oid = stack.pop()
         info = backend.read_commit(oid)
@@ -105,7 +110,7 @@ def find_fork(backend: Backend, tip: str, branch: str) -> tuple[str | None, str 
                     best = (info.time, (record[1], record[2]))
                 continue  # older history belongs to the source
         for parent in info.parents:
-            if parent not in seen:
+            if parent not in seen and (within is None or parent in within):
                 seen.add(parent)
                 stack.append(parent)
     return None if best is None else best[1]

@@ -200,7 +200,8 @@ class Ledger(ChainReader, PayloadStore):
             if not merge.changes:
                 return {layout.PAYLOAD_REF: current[layout.PAYLOAD_REF]}
             batch = ObjectBatch()
-            tip = self.payload_snapshot(batch, root, merge.changes)
+            # a clone that only receives ends with the fetched store's tree
+            tip = self.payload_snapshot(batch, root, merge.changes, like=other)
             self.write_objects(batch)
             return {layout.PAYLOAD_REF: tip}
 
@@ -238,7 +239,7 @@ class Ledger(ChainReader, PayloadStore):
         batch = ObjectBatch()
         if other is None and edit_tree(self.backend, batch, root, changes) == EMPTY_TREE_MARK:
             return None  # nothing to send to a remote that has no store yet
-        snapshot = self.payload_snapshot(batch, root, changes)
+        snapshot = self.payload_snapshot(batch, root, changes, like=other)
         self.write_objects(batch)
         return snapshot
 

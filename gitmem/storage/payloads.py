@@ -16,8 +16,9 @@ from typing import Any, NamedTuple
 
 from gitmem.errors import GitError
 from gitmem.records import canonical, layout
+from gitmem.records.layout import MODE_BLOB
 from gitmem.records.validate import payload_problem
-from gitmem.storage.backends.base import EMPTY_TREE_MARK, Backend, edit_tree
+from gitmem.storage.backends.base import EMPTY_TREE_MARK, Backend, TreeChange, edit_tree
 from gitmem.storage.eventchain import Sealed, check_format
 from gitmem.storage.objects import ObjectBatch
 
@@ -103,60 +104,154 @@ class PayloadStore:
         return (None, why) if why else (body, None)
 
     # comparing two stores -------------------------------------------------------
-    def missing_payloads(self, root: str | None, other: str | None) -> Iterator[tuple[str, str]]:
-        """(event id, blob) of payloads in store ``other`` that ``root`` lacks."""
-        if other is None:
-            return
-        theirs = self.backend.read_path(other, "p")
-        if theirs is None:
-            return
+    def payload_differences(
+        self, root: str | None, other: str | None
+    ) -> dict[str, tuple[str | None, str | None]]:
+        """event id -> (its payload's object in store tree ``root``, in ``other``;
+        None when absent) for every id whose payload differs between the two.
+
+        git compares the trees (:meth:`Backend.diff_trees`) and skips the
+        fan-out directories both share, so the cost follows what differs,
+        not the stores' size. An id whose entry is a directory on one side
+        (a damaged or forged store) is looked up on both sides.
+        """
         ours = self.backend.read_path(root, "p") if root else None
-        our_fans = {e.name: e.oid for e in self.backend.read_tree(ours)} if ours else {}
-        for fan in self.backend.read_tree(theirs):
-            if our_fans.get(fan.name) == fan.oid:
-                continue  # identical subtree: nothing new in it
-            mine = (
-                {e.name for e in self.backend.read_tree(our_fans[fan.name])}
-                if fan.name in our_fans
-                else set()
-            )
-            for entry in self.backend.read_tree(fan.oid):
-                if entry.name not in mine:
-                    yield entry.name, entry.oid
+        theirs = self.backend.read_path(other, "p") if other else None
+        found: dict[str, tuple[str | None, str | None]] = {}
+        odd: dict[str, str] = {}  # event id -> its fan-out directory
+        for change in self._diff_memo(ours, theirs):
+            parts = change.path.split("/")
+            if len(parts) < 2:
+                continue  # a file beside the fan-out directories: not a payload
+            if len(parts) > 2:
+                odd[parts[1]] = parts[0]
+            else:
+                found[parts[1]] = (change.old, change.new)
+        for event_id, fan in odd.items():
+            path = f"{fan}/{event_id}"
+            before = self.backend.read_path(ours, path) if ours else None
+            after = self.backend.read_path(theirs, path) if theirs else None
+            if before != after:
+                found[event_id] = (before, after)
+        return found
+
+    def _diff_memo(self, old: str | None, new: str | None) -> list[TreeChange]:
+        """:meth:`Backend.diff_trees`, remembered: a sync compares the same two
+        stores while checking, merging and pushing (a second at a million
+        events each time)."""
+        if old == new:
+            return []
+        memo: dict[tuple[str | None, str | None], list[TreeChange]]
+        memo = self.__dict__.setdefault("_diffs", {})
+        if (old, new) not in memo:
+            if len(memo) >= 4:
+                memo.clear()
+            memo[old, new] = self.backend.diff_trees(old, new)
+        return memo[old, new]
+
+    def missing_payloads(self, root: str | None, other: str | None) -> Iterator[tuple[str, str]]:
+        """(event id, blob) of payloads in store ``other`` that ``root`` lacks,
+        by id."""
+        differences = self.payload_differences(root, other)
+        for event_id in sorted(differences):
+            before, after = differences[event_id]
+            if before is None and after is not None:
+                yield event_id, after
 
     def changed_payloads(self, old: str, new: str | None) -> Iterator[str]:
         """Ids whose payload blob differs between two payload-store trees while
         present in both. Payloads never change for an id (its envelope pins
         them), so these were altered behind gitmem's back."""
-        theirs = self.backend.read_path(new, "p") if new else None
-        ours = self.backend.read_path(old, "p")
-        if theirs is None or ours is None or theirs == ours:
-            return
-        old_fans = {e.name: e.oid for e in self.backend.read_tree(ours)}
-        for fan in self.backend.read_tree(theirs):
-            before = old_fans.get(fan.name)
-            if before is None or before == fan.oid:
-                continue
-            was = {e.name: e.oid for e in self.backend.read_tree(before)}
-            for entry in self.backend.read_tree(fan.oid):
-                if was.get(entry.name, entry.oid) != entry.oid:
-                    yield entry.name
+        differences = self.payload_differences(old, new)
+        for event_id in sorted(differences):
+            before, after = differences[event_id]
+            if before is not None and after is not None:
+                yield event_id
 
     # building snapshots ---------------------------------------------------------
     def payload_snapshot(
-        self, batch: ObjectBatch, root: str | None, changes: Mapping[str, str | None]
+        self,
+        batch: ObjectBatch,
+        root: str | None,
+        changes: Mapping[str, str | None],
+        *,
+        like: str | None = None,
     ) -> str:
         """A new payload-store commit: ``root`` with ``changes`` applied.
 
         Parentless, fixed identity and time 0: the same payloads give the same
         commit on every clone, and replaced snapshots become unreachable, which
         is what lets redaction really remove bytes.
+
+        ``like`` is a store tree the result may be (the fetched store's): when
+        ``changes`` are exactly what sets ``root`` apart from it, that tree is
+        the result, and none of the fan-out directories (234 KB each at a
+        million events) is read and written again.
         """
-        tree = edit_tree(self.backend, batch, root, changes)
+        if like is not None and self._becomes(root, like, changes):
+            tree = like
+        else:
+            tree = edit_tree(self.backend, batch, root, changes)
         if tree == EMPTY_TREE_MARK:
             tree = batch.tree([])
         message = f"gitmem payload store\n\n{layout.FORMAT_TRAILER}: {layout.FORMAT_VERSION}\n"
         return batch.commit(tree, [], message, 0)
+
+    def payload_base(self, batch: ObjectBatch, old: str | None, new: str) -> str:
+        """The commit pushed as ``refs/edda/payloads-base`` beside snapshot
+        ``new``, which replaces snapshot ``old`` on a remote.
+
+        Its tree is empty and its parent is ``old`` when ``new`` holds every
+        file ``old`` holds: a fetch or push of both then has ``old`` as an edge,
+        and git sends only what ``new`` adds instead of nearly every payload
+        (a snapshot has no parent of its own). When ``new`` dropped something
+        (a redaction), the commit has no parent: it must not keep the removed
+        bytes reachable on the remote. Fixed identity and time 0, so it
+        depends only on ``old``.
+        """
+        parents: list[str] = []
+        if old is not None:
+            before, after = self.payload_tree(old), self.payload_tree(new)
+            # by id, as the sync's checks already compared the two stores
+            kept = all(
+                theirs is None for _, theirs in self.payload_differences(after, before).values()
+            )
+            attachments = self._diff_memo(
+                self.backend.read_path(before, "b") if before else None,
+                self.backend.read_path(after, "b") if after else None,
+            )
+            tops = self.backend.read_tree(before) if before else []
+            others = [e.name for e in tops if e.name not in ("p", "b")]
+            if kept and not others and all(d.old is None for d in attachments):
+                parents = [old]
+        message = f"gitmem payload base\n\n{layout.FORMAT_TRAILER}: {layout.FORMAT_VERSION}\n"
+        return batch.commit(batch.tree([]), parents, message, 0)
+
+    def _becomes(self, root: str | None, other: str, changes: Mapping[str, str | None]) -> bool:
+        """Whether tree ``root`` with ``changes`` applied is tree ``other``: the
+        files that differ are exactly the changes, each a plain file. (An empty
+        directory in ``other``, which no diff shows, is kept: it holds nothing.)"""
+        if not changes:
+            return False
+        tops = {e.name: e for e in self.backend.read_tree(other)}
+        mine = {e.name: e for e in self.backend.read_tree(root)} if root else {}
+        if any(
+            (tops.get(name) != mine.get(name)) if name not in ("p", "b") else False
+            for name in tops.keys() | mine.keys()
+        ):
+            return False
+        differences: list[tuple[str, TreeChange]] = []
+        for top in ("p", "b"):
+            here, there = mine.get(top), tops.get(top)
+            for entry in (here, there):
+                if entry is not None and entry.mode != layout.MODE_TREE:
+                    return False
+            for d in self._diff_memo(here.oid if here else None, there.oid if there else None):
+                differences.append((f"{top}/{d.path}", d))
+        return len(differences) == len(changes) and all(
+            d.mode == MODE_BLOB and path in changes and changes[path] == d.new
+            for path, d in differences
+        )
 
     def payload_commit(
         self, batch: ObjectBatch, tip: str | None, events: Sequence[Sealed], remove: Sequence[str]
@@ -207,7 +302,7 @@ class PayloadStore:
                 continue
             changes[layout.payload_path(event_id)] = blob
             added += 1
-            for sha in layout.attachment_refs(canonical.decode(self.backend.read_blob(blob))):
+            for sha in self.attachments_of(blob):
                 path = layout.attachment_path(sha)
                 have = self.backend.read_path(root, path) if root else None
                 if have is None or changes.get(path, have) is None:
@@ -215,6 +310,21 @@ class PayloadStore:
                     if theirs is not None:
                         changes[path] = theirs
         return added
+
+    def attachments_of(self, blob: str, stored: Any = None) -> list[str]:
+        """The attachments stored body ``blob`` refers to (``stored``: its
+        decoded form, when the caller has it). Remembered by blob id, which
+        fixes the bytes: a pull's checks decode every payload it merges."""
+        memo: dict[str, list[str]] = self.__dict__.setdefault("_attachments", {})
+        if blob not in memo:
+            if len(memo) >= 1 << 16:
+                memo.clear()
+            memo[blob] = (
+                layout.attachment_refs(stored)
+                if stored is not None
+                else _attachment_refs(self.backend.read_blob(blob))
+            )
+        return memo[blob]
 
     def removal(
         self, root: str | None, remove: Sequence[str]
@@ -254,3 +364,12 @@ class PayloadStore:
                 if not wanted:
                     break
         return sorted(wanted)
+
+
+def _attachment_refs(data: bytes) -> list[str]:
+    """The attachments a stored body's bytes refer to. Most bodies have none,
+    and bytes that hold neither the reference key nor a ``\\u`` escape (which
+    could spell the key) cannot: those are not decoded."""
+    if layout.ATTACHMENT_KEY.encode() not in data and b"\\u" not in data:
+        return []
+    return layout.attachment_refs(canonical.decode(data))

@@ -84,6 +84,21 @@ def remember(ledger: Ledger, tips: dict[str, str], events: dict[str, str | None]
         pass
 
 
+def advance(ledger: Ledger, before: dict[str, str], redaction_ids: Iterable[str]) -> None:
+    """Bring the record from the chain tips ``before`` to the current ones
+    without reading what was added in between, when the caller read it: a
+    pull's merge adds the incoming commits, whose envelopes its checks read
+    (``redaction_ids``: the redaction events among them), and merge commits,
+    which carry none. Does nothing unless the record was at ``before``."""
+    record = _read(ledger.state_dir)
+    if record is None or record["tips"] != before:
+        return
+    events = {str(k): (v if isinstance(v, str) else None) for k, v in record["events"].items()}
+    for eid in redaction_ids:
+        events.setdefault(eid, None)
+    remember(ledger, ledger.memory_refs(), events)
+
+
 def _still_ahead(ledger: Ledger, recorded: dict[str, Any], tips: dict[str, str]) -> bool:
     """Whether every recorded tip is still its chain's tip or an ancestor of it."""
     for ref, old in recorded.items():
@@ -126,4 +141,4 @@ def targets(ledger: Ledger, trees: Sequence[str | None]) -> set[str]:
     return found
 
 
-__all__ = ["redaction_events", "targets"]
+__all__ = ["advance", "redaction_events", "targets"]

@@ -49,6 +49,7 @@ class Incoming:
 
     newest: int = 0
     skip_payloads: set[str] = field(default_factory=set)
+    redactions: set[str] = field(default_factory=set)  # ids of the incoming redaction events
 
 
 def _refuse(remote: str, what: str, problem: str) -> RejectedError:
@@ -103,11 +104,9 @@ def check_fetched(
         for entry in entries or ():
             try:
                 data = backend.read_blob(entry.oid)
-                envelope = canonical.decode(data)
-            except (GitmemError, ValueError):
+            except GitmemError:
                 raise _refuse(remote, f"{what}, event blob {entry.oid}", "unreadable") from None
-            if not canonical.is_canonical(data):
-                raise _refuse(remote, f"{what}, event blob {entry.oid}", "not canonical")
+            envelope = _envelope(data, remote, f"{what}, event blob {entry.oid}")
             problems = event_problems(envelope, None, now_us=now, limits=limits)
             if problems:
                 raise _refuse(remote, f"{what}, event blob {entry.oid}", problems[0])
@@ -115,13 +114,19 @@ def check_fetched(
                 raise _refuse(remote, what, f"event {envelope['id'][:12]} appears twice")
             envelopes[envelope["id"]] = envelope
             result.newest = max(result.newest, envelope["time"])
+            if envelope["type"] == "redaction":
+                result.redactions.add(envelope["id"])
 
     theirs = _payload_tree(memory, mirror.get(layout.PAYLOAD_REF), remote)
     ours = ledger.payload_tree()
     redacted = ledger.redaction_targets([ours, theirs]) | _incoming_redactions(
         memory, envelopes, [theirs, ours]
     )
-    claimed = {eid for eid, _ in ledger.missing_payloads(ours, theirs)} - redacted
+    # what the fetched store holds that ours lacks, by id -> blob (git compares the trees)
+    offered = {
+        eid: blob for eid, blob in ledger.missing_payloads(ours, theirs) if eid not in redacted
+    }
+    claimed = set(offered)
     result.skip_payloads |= claimed & left_out
     claimed -= left_out
     unknown = claimed - envelopes.keys()
@@ -131,17 +136,33 @@ def check_fetched(
         if envelope is None:
             result.skip_payloads.add(event_id)
             continue
-        _check_payload(memory, theirs, envelope, remote)
+        _check_payload(memory, theirs, envelope, remote, offered[event_id])
     for event_id in sorted(envelopes):
         if event_id in redacted or event_id in claimed:
             continue
-        if ledger.stored_body(ours, event_id) is None:
+        if ours is None or backend.read_path(ours, layout.payload_path(event_id)) is None:
             raise _refuse(
                 remote,
                 f"event {event_id[:12]}",
                 "it has no payload and was not redacted",
             )
     return result
+
+
+def _envelope(data: bytes, remote: str, what: str) -> Any:
+    """The envelope an incoming event blob holds, decoded once; refused
+    unless it is JSON in the canonical encoding."""
+    try:
+        envelope = canonical.decode_exact(data)
+    except ValueError:
+        try:
+            canonical.decode(data)
+        except ValueError:
+            raise _refuse(remote, what, "unreadable") from None
+        raise _refuse(remote, what, "not canonical") from None  # a float: JSON, never canonical
+    if not canonical.is_canonical(data, envelope):
+        raise _refuse(remote, what, "not canonical")
+    return envelope
 
 
 def _newer_format(message: str, where: str) -> None:
@@ -208,8 +229,11 @@ def _local_envelopes(memory: Memory, wanted: set[str]) -> dict[str, dict[str, An
     return found
 
 
-def _check_payload(memory: Memory, tree: str | None, envelope: dict[str, Any], remote: str) -> None:
-    """The fetched payload of ``envelope`` is valid and is what the envelope pins."""
+def _check_payload(
+    memory: Memory, tree: str | None, envelope: dict[str, Any], remote: str, blob: str
+) -> None:
+    """The fetched payload of ``envelope`` (``blob`` in store ``tree``) is
+    valid and is what the envelope pins."""
     event_id = envelope["id"]
     what = f"payload of event {event_id[:12]}"
 
@@ -220,10 +244,9 @@ def _check_payload(memory: Memory, tree: str | None, envelope: dict[str, Any], r
         return data
 
     try:
-        found = memory.ledger.stored_body(tree, event_id)
-        if found is None:
-            raise _refuse(remote, what, "it is missing")
-        body = layout.join_attachments(found[1], attachment)
+        stored = canonical.decode(memory.backend.read_blob(blob))
+        memory.ledger.attachments_of(blob, stored)  # the merge needs them: no second read
+        body = layout.join_attachments(stored, attachment)
     except KeyError as exc:
         raise _refuse(remote, what, f"attachment {exc} is missing") from None
     except (GitmemError, ValueError) as exc:

@@ -15,8 +15,15 @@ One round (spec/sync.md, "Sync protocol"):
 5. with ``pull``, merge the memory of branches whose code has been merged;
 6. push every local ref that ``edda.push`` selects (:mod:`gitmem.sync.selection`)
    and the remote lacks or is behind on, without force (the payload store
-   with a lease on the value just fetched); when the remote moved meanwhile,
-   go back to 2, up to ``attempts`` times.
+   with a lease on the value just fetched, and beside it
+   ``refs/edda/payloads-base``, whose parent is the snapshot it replaces, so
+   that git sends only what the snapshot adds); when the remote moved
+   meanwhile, go back to 2, up to ``attempts`` times.
+
+What a round reads grows with what is new, not with the store: the checks
+read the incoming commits only, the payload stores are compared by git's
+tree diff, and the redaction record, the fork records and the last code-merge
+detection are remembered in the state directory (spec/sync.md §7).
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from gitmem.branches.chains import MergeResult, merge_code_merges
 from gitmem.branches.prune import events_between, read_pruned, skip_on_pull, write_pruned
 from gitmem.errors import ConflictError, GitmemError
 from gitmem.records import canonical, layout
-from gitmem.storage import clock
+from gitmem.storage import clock, redactions
 from gitmem.storage.gitconfig import limits as config_limits
 from gitmem.storage.locate import run_git
 from gitmem.storage.lock import mirror_lock
@@ -182,6 +189,8 @@ def _merge_mirror(memory: Memory, mirror: dict[str, str], report: SyncReport) ->
             outcome = "created" if before is None else "fast-forward" if after == tip else "merged"
             events = ledger.count_events([after], [before] if before else [])
             report.pulled.append(RefMove(ref, before, after, outcome, events))
+        # the checks read every incoming envelope: the redaction record need not
+        redactions.advance(ledger, local, checked.redactions)
         local_payload = memory.backend.read_ref(layout.PAYLOAD_REF)
         redacted = ledger.redaction_targets(
             [
@@ -242,6 +251,23 @@ def _fetched_redacted_blobs(memory: Memory, remote_payload: str, redacted: set[s
     return blobs
 
 
+def _payload_base(memory: Memory, old: str | None, new: str) -> str | None:
+    """The ``refs/edda/payloads-base`` commit to push with snapshot ``new``
+    (see :meth:`gitmem.storage.payloads.PayloadStore.payload_base`); None on
+    a first push, which has no snapshot to build on."""
+    if old is None:
+        return None
+    from gitmem.storage.objects import ObjectBatch
+
+    batch = ObjectBatch()
+    try:
+        base = memory.ledger.payload_base(batch, old, new)
+    except GitmemError:
+        return None  # the remote's snapshot is unreadable here: push without a base
+    memory.ledger.write_objects(batch)
+    return base
+
+
 def _push(
     memory: Memory,
     target: transport.Remote,
@@ -269,6 +295,10 @@ def _push(
     if payload is not None and mirror.get(layout.PAYLOAD_REF) != payload:
         leases[layout.PAYLOAD_REF] = mirror.get(layout.PAYLOAD_REF)
         sources[layout.PAYLOAD_REF] = payload  # may differ from the local store
+        base = _payload_base(memory, mirror.get(layout.PAYLOAD_REF), payload)
+        if base is not None and mirror.get(layout.PAYLOAD_BASE_REF) != base:
+            leases[layout.PAYLOAD_BASE_REF] = mirror.get(layout.PAYLOAD_BASE_REF)
+            sources[layout.PAYLOAD_BASE_REF] = base
     if not refs and not leases:
         return True
     # Payloads first: a remote never holds an event whose payload is missing.
@@ -307,6 +337,9 @@ def _push(
     if leases and payload is not None:
         report.payloads_pushed = True
         updates.append(f"update {layout.mirror_ref(target.key, layout.PAYLOAD_REF)} {payload}\n")
+    if layout.PAYLOAD_BASE_REF in sources:
+        base_mirror = layout.mirror_ref(target.key, layout.PAYLOAD_BASE_REF)
+        updates.append(f"update {base_mirror} {sources[layout.PAYLOAD_BASE_REF]}\n")
     # Record what the remote now holds, as git does for remote-tracking refs.
     run_git(["update-ref", "--stdin"], memory.location.cwd, "".join(updates).encode())
     return True

@@ -33,6 +33,13 @@ class CommitInfo(NamedTuple):
     time: int  # committer time, seconds
 
 
+class TreeChange(NamedTuple):
+    path: str
+    old: str | None  # blob id, None when absent
+    new: str | None
+    mode: int  # the new side's file mode (the old side's when deleted)
+
+
 class RefBusy(Exception):
     """A ref lock is held by someone else, or the ref moved under us: retry."""
 
@@ -57,6 +64,17 @@ class Backend(Protocol):
     def is_ancestor(self, ancestor: str, descendant: str) -> bool: ...
     def commits_between(self, include: Sequence[str], exclude: Sequence[str]) -> list[str]:
         """Commits reachable from ``include`` but not from ``exclude`` (any order)."""
+        ...
+
+    def diff_trees(self, old: str | None, new: str | None) -> list[TreeChange]:
+        """Every file that differs between two trees (None: the empty tree),
+        recursively: (path, blob in ``old`` or None, blob in ``new`` or None, mode).
+
+        Done by git's own tree comparison, which skips identical subtrees: the
+        payload store compares two snapshots in time proportional to what
+        changed between them, not to their size. A path that is a file on one
+        side and a directory on the other shows as the file removed (or
+        added) and the directory's files added (or removed)."""
         ...
 
     def try_update(self, refs: Sequence[str], build: Builder) -> dict[str, str | None]: ...

@@ -14,7 +14,7 @@ from typing import IO
 
 from gitmem.errors import GitError
 from gitmem.records.layout import MODE_TREE
-from gitmem.storage.backends.base import Builder, CommitInfo, RefBusy, TreeEntry
+from gitmem.storage.backends.base import Builder, CommitInfo, RefBusy, TreeChange, TreeEntry
 from gitmem.storage.locate import RepoLocation, clean_git_env, run_git
 
 
@@ -183,3 +183,25 @@ class GitCliBackend:
         known = [oid for oid in exclude if self.has_object(oid)]
         out = self._git(["rev-list", *include, "--not", *known, "--"])
         return out.decode().split()
+
+    def diff_trees(self, old: str | None, new: str | None) -> list[TreeChange]:
+        if old == new:
+            return []
+        empty = self._git(["hash-object", "-t", "tree", "/dev/null"]).decode().strip()
+        out = self._git(
+            ["diff-tree", "-r", "-z", "--raw", "--no-renames", old or empty, new or empty]
+        )
+        fields = out.split(b"\0")
+        changes = []
+        for head, path in zip(fields[0:-1:2], fields[1::2], strict=False):
+            # ":<old mode> <new mode> <old id> <new id> <status>"
+            old_mode, new_mode, before, after, status = head.decode().lstrip(":").split(" ")
+            changes.append(
+                TreeChange(
+                    path.decode("utf-8", "surrogateescape"),
+                    None if status == "A" else before,
+                    None if status == "D" else after,
+                    int(old_mode if status == "D" else new_mode, 8),
+                )
+            )
+        return changes

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gitmem.errors import DependencyError, GitError
-from gitmem.storage.backends.base import Builder, CommitInfo, RefBusy, TreeEntry
+from gitmem.storage.backends.base import Builder, CommitInfo, RefBusy, TreeChange, TreeEntry
 from gitmem.storage.locate import RepoLocation
 
 # A ref lock older than this, found while we hold gitmem's writer lock, was
@@ -187,3 +187,24 @@ class Libgit2Backend:
             if oid in self.repo:
                 walker.hide(oid)
         return [str(commit.id) for commit in walker]
+
+    def diff_trees(self, old: str | None, new: str | None) -> list[TreeChange]:
+        if old == new:
+            return []
+        pygit2 = self._pg
+        flags = pygit2.enums.DiffOption.SKIP_BINARY_CHECK
+        if old is None:
+            assert new is not None  # old == new returned above
+            diff = self._get(new, "tree").diff_to_tree(flags=flags, swap=True)
+        elif new is None:
+            diff = self._get(old, "tree").diff_to_tree(flags=flags)
+        else:
+            diff = self._get(old, "tree").diff_to_tree(self._get(new, "tree"), flags=flags)
+        changes = []
+        for delta in diff.deltas:
+            status = delta.status_char()
+            before = None if status == "A" else str(delta.old_file.id)
+            after = None if status == "D" else str(delta.new_file.id)
+            side = delta.old_file if after is None else delta.new_file
+            changes.append(TreeChange(delta.new_file.path, before, after, int(side.mode)))
+        return changes
