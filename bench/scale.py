@@ -227,8 +227,6 @@ def main() -> int:
             # the kept store's origin is the bare remote of the run that made it
             runner.git(a, "remote", "set-url", "origin", remote.as_uri())
             meta = json.loads((store / "generated.json").read_text())
-            # the copy's remote: the store's origin named the run that made it
-            runner.git(a, "remote", "set-url", "origin", remote.as_uri())
         else:
             meta = _generate(runner, work, a, remote, args, row)
             if store is not None:
