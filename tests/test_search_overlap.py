@@ -16,12 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from test_search import NOW, WORDS, notes_repo
 
 from gitmem.errors import GitmemError
 from gitmem.index.view import IndexView
 from gitmem.memory.query import EventFilter
 from gitmem.retrieval import overlap
+from gitmem.retrieval import search as search_module
 from gitmem.retrieval.search import SearchResult, search
 
 
@@ -130,3 +133,44 @@ def test_a_forked_child_starts_its_own_worker(tmp_path: Path) -> None:
     _pid, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert out.read_text() == "ok"
+
+
+# -- provenance: the linked code commit, looked up by scope ----------------------------
+link_st = st.tuples(
+    st.integers(0, 20),  # time
+    st.sampled_from([None, "s1", "s2", "s3"]),  # session
+    st.sampled_from([None, "c1", "c2", "c3"]),  # capsule
+    st.text("abcdef0123456789", min_size=4, max_size=4),  # sha
+)
+
+
+class _Links:
+    def __init__(self, links: list[tuple[int, str | None, str | None, str | None]]) -> None:
+        self.links = links
+
+    def commit_links(self) -> list[tuple[int, str | None, str | None, str | None]]:
+        return self.links
+
+
+@given(
+    links=st.lists(link_st, max_size=30).map(lambda xs: sorted(xs, key=lambda x: x[0])),
+    time=st.integers(-1, 21),
+    session=st.sampled_from([None, "s1", "s2", "s4"]),
+    capsule=st.sampled_from([None, "c1", "c2", "c4"]),
+)
+def test_linked_commit_is_the_first_link_of_the_scan(
+    links: list[tuple[int, str | None, str | None, str | None]],
+    time: int,
+    session: str | None,
+    capsule: str | None,
+) -> None:
+    # what provenance meant before the lookup by scope: a scan of every link
+    expected = None
+    for at, link_session, link_capsule, sha in links:  # (time, id) order
+        if at >= time and (
+            (capsule and link_capsule == capsule) or (session and link_session == session)
+        ):
+            expected = sha
+            break
+    by_scope = search_module._links_by_scope(_Links(links))
+    assert search_module._linked_commit(by_scope, time, capsule, session) == expected

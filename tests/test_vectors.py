@@ -167,3 +167,13 @@ def test_best_sorts_only_what_can_reach_the_top() -> None:
     # below the limit-th score, yet tied with it at 6 decimals: the lower key wins
     near = np.array([0.4999996, 0.9, 0.5000004])
     assert vectors_module.best(np.arange(3, dtype=np.uint64), near, 2) == [(1, 0.9), (0, 0.4999996)]
+
+
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=40), st.booleans())
+def test_key_array_is_unique_sorted_whatever_it_is_given(keys: list[int], presorted: bool) -> None:
+    from gitmem.index.vectors import _key_array
+
+    given_keys: Any = np.unique(np.asarray(keys, dtype=np.uint64)) if presorted else keys
+    got = _key_array(given_keys)
+    assert got.dtype == np.uint64
+    assert got.tolist() == sorted(set(keys))

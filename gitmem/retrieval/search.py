@@ -18,6 +18,7 @@ day agree.
 
 from __future__ import annotations
 
+import bisect
 import re
 import time as _time
 import weakref
@@ -50,6 +51,10 @@ _WORDS = re.compile(r"\w+")
 # per open view: its key64 column as one array, and the floor sample's unit vectors
 _KEYS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 _SAMPLES: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+# per open view: its rows in key order with the sorted keys, and the last
+# allowed mask with its keys
+_ORDER: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_ALLOWED: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -336,11 +341,31 @@ def _keys(view: Any) -> Any:
 
 
 def _allowed_keys(view: Any, allowed: Any) -> Any:
-    """The key64 of every allowed row as an array (100,000 Python ints would
-    cost ~5 ms); None: every row is allowed."""
+    """The key64 of every allowed row as a sorted array without repeats, as
+    the vector index takes them (100,000 Python ints would cost ~5 ms, and
+    sorting a million keys per query ~140 ms: the order is computed once per
+    view, and the mask only picks from it); None: every row is allowed."""
+    import numpy as np
+
     if allowed is None:
         return None
-    return _keys(view)[allowed]
+    cached = _ALLOWED.get(view)
+    if cached is not None and cached[0] is allowed:
+        return cached[1]
+    order = _ORDER.get(view)
+    if order is None:
+        keys = _keys(view)
+        by_key = np.argsort(keys, kind="stable")
+        order = _ORDER[view] = (by_key, keys[by_key])
+    picked = order[1][allowed[order[0]]]
+    if len(picked) > 1:
+        first = np.empty(len(picked), dtype=bool)
+        first[0] = True
+        np.not_equal(picked[1:], picked[:-1], out=first[1:])
+        if not first.all():  # two events whose ids share their first 64 bits
+            picked = picked[first]
+    _ALLOWED[view] = (allowed, picked)  # one search reads them several times
+    return picked
 
 
 def _vector_floor(view: Any, q: Any, allowed: Any) -> float:
@@ -489,30 +514,78 @@ def _fuse_rrf(
 def _provenance(view: Any, hits: list[Hit]) -> None:
     """Where each hit comes from: memory commit and branch, capsule, and the
     code commit linked in the same capsule or session at or after it."""
-    links = view.commit_links() if hits else []
+    links = _links_by_scope(view) if hits else ({}, {})
     for hit in hits:
         e = hit.event
         code = None
+        session = e.scope.get("session")
+        capsule = e.capsule
         if e.type == "commit_link":
             code = e.field("sha")
         else:
-            session = e.scope.get("session")
-            for time, link_session, link_capsule, sha in links:  # in (time, id) order
-                if time < e.time:
-                    continue
-                if (e.capsule and link_capsule == e.capsule) or (
-                    session and link_session == session
-                ):
-                    code = sha
-                    break
+            code = _linked_commit(links, e.time, capsule, session)
         hit.provenance = {
             "event": e.id,
             "memory_commit": e.commit,
             "branch": e.branch,
-            "capsule": e.capsule,
-            "session": e.scope.get("session"),
+            "capsule": capsule,
+            "session": session,
             "code_commit": code,
         }
+
+
+def _linked_commit(
+    links: tuple[dict[str, list[_Link]], dict[str, list[_Link]]],
+    time: int,
+    capsule: str | None,
+    session: str | None,
+) -> str | None:
+    """The code commit of the first link in (time, id) order at or after
+    ``time`` in the capsule or the session (see :func:`_links_by_scope`)."""
+    first = min(
+        (
+            found
+            for found in (
+                _first_at(links[0].get(capsule) if capsule else None, time),
+                _first_at(links[1].get(session) if session else None, time),
+            )
+            if found is not None
+        ),
+        default=None,
+    )
+    return None if first is None else first[2]
+
+
+_Link = tuple[int, int, "str | None"]  # time, position in (time, id) order, sha
+_LINKS: weakref.WeakKeyDictionary[Any, tuple[dict[str, list[_Link]], dict[str, list[_Link]]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _links_by_scope(view: Any) -> tuple[dict[str, list[_Link]], dict[str, list[_Link]]]:
+    """The view's commit links by capsule and by session, each list in (time,
+    id) order (built once per view: a store of a million events holds tens of
+    thousands, which a scan per hit would read again and again)."""
+    found = _LINKS.get(view)
+    if found is None:
+        by_capsule: dict[str, list[_Link]] = {}
+        by_session: dict[str, list[_Link]] = {}
+        for position, (time, session, capsule, sha) in enumerate(view.commit_links()):
+            link = (time, position, sha)
+            if capsule:
+                by_capsule.setdefault(capsule, []).append(link)
+            if session:
+                by_session.setdefault(session, []).append(link)
+        found = _LINKS[view] = (by_capsule, by_session)
+    return found
+
+
+def _first_at(links: list[_Link] | None, time: int) -> _Link | None:
+    """The first of ``links`` at or after ``time``."""
+    if not links:
+        return None
+    at = bisect.bisect_left(links, time, key=lambda link: link[0])
+    return links[at] if at < len(links) else None
 
 
 def _supersession(view: Any, hits: list[Hit], branch: BranchArg, all_branches: bool) -> None:
