@@ -13,9 +13,11 @@ import os
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
-from conftest import git, init_repo
+from conftest import git, init_repo, scratch_repo
 
+from gitmem.capture.sealer import Draft
 from gitmem.errors import UsageError
 from gitmem.index.view import IndexView
 from gitmem.memory.api import Memory
@@ -126,3 +128,27 @@ def test_a_view_keeps_one_window_per_branch_and_follows_a_checkout(tmp_path: Pat
         assert not search(view, "sqlite", mode="lexical").hits
     with pytest.raises(UsageError):
         view.window({})
+
+
+@pytest.mark.parametrize("limit", [1, 3, 7, 50])
+def test_the_last_events_are_taken_by_position(tmp_path: Path, limit: int) -> None:
+    import pyarrow as pa
+
+    from gitmem.index import view as view_module
+
+    repo = scratch_repo(tmp_path / "repo")
+    with Memory.open(repo) as mem:
+        for batch in range(4):
+            mem.append_many([Draft("note", {"text": f"batch {batch} note {i}"}) for i in range(5)])
+    with IndexView.open(repo) as view:
+        whole = view.events()
+        assert [e.id for e in view.events(limit=limit)] == [e.id for e in whole][-limit:]
+        # a table of several chunks, as a large store's segments make it
+        table = pa.concat_tables(
+            [view.table.slice(0, 7), view.table.slice(7, 6), view.table.slice(13)]
+        )
+        assert table.column("id").num_chunks == 3
+        ids = table.column("id").to_pylist()
+        for positions in ([0], [1, 2, 3, 9], [0, 5, 6, 7, 19], list(range(20)), []):
+            picked = view_module._rows_at(table, np.asarray(positions, dtype=np.intp))
+            assert picked.column("id").to_pylist() == [ids[p] for p in positions]

@@ -368,11 +368,13 @@ class IndexView:
         """Events in (time, id) order, as :meth:`Memory.events` selects them."""
 
         mask = self.filter_mask(where, branch=branch, all_branches=all_branches, trunk=trunk)
-        rows = pc.filter(self.table, mask)
         if where is None or not (where.tags or where.paths):
             if limit:
-                rows = rows.slice(max(0, rows.num_rows - limit))
-            return rows_to_events(rows)
+                # Only the last rows are wanted: take them, instead of copying
+                # every allowed row (a million, with their bodies) to keep 20.
+                return rows_to_events(_rows_at(self.table, _last_true(mask, limit)))
+            return rows_to_events(pc.filter(self.table, mask))
+        rows = pc.filter(self.table, mask)
         chosen = [e for e in rows_to_events(rows) if where.matches(e)]
         return chosen[-limit:] if limit else chosen
 
@@ -436,3 +438,35 @@ class IndexView:
             # book are computed once however many queries ask.
             self._windows[key] = IndexWindow(self, {**branch_kwargs, "branch": resolved})
         return self._windows[key]
+
+
+def _last_true(mask: Any, limit: int) -> Any:
+    """The positions of the last ``limit`` true values of ``mask`` (a boolean
+    array or chunked array; null counts as false), in order."""
+    import numpy as np
+
+    mask = pc.false_if_null(mask)
+    chunks = mask.chunks if hasattr(mask, "chunks") else [mask]
+    flags = (
+        np.concatenate([c.to_numpy(zero_copy_only=False) for c in chunks])
+        if chunks
+        else np.zeros(0, dtype=bool)
+    )
+    return np.flatnonzero(flags)[-limit:]
+
+
+def _rows_at(table: Any, positions: Any) -> Any:
+    """The rows of ``table`` at ``positions`` (ascending), as zero-copy slices
+    of each run of neighbours: ``take`` on a table of many chunks first
+    joins every chunk of every column (0.8 s and a gigabyte for a million
+    events, to keep 20 rows)."""
+    import numpy as np
+    import pyarrow as pa
+
+    if not len(positions):
+        return table.slice(0, 0)
+    breaks = np.flatnonzero(np.diff(positions) != 1) + 1
+    starts = np.concatenate(([0], breaks))
+    ends = np.concatenate((breaks, [len(positions)]))
+    pieces = [table.slice(int(positions[a]), int(b - a)) for a, b in zip(starts, ends, strict=True)]
+    return pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
