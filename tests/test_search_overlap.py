@@ -148,8 +148,10 @@ class _Links:
     def __init__(self, links: list[tuple[int, str | None, str | None, str | None]]) -> None:
         self.links = links
 
-    def commit_links(self) -> list[tuple[int, str | None, str | None, str | None]]:
-        return self.links
+    def commit_links(
+        self, capsules: Sequence[str], sessions: Sequence[str]
+    ) -> list[tuple[int, str | None, str | None, str | None]]:
+        return [x for x in self.links if x[2] in capsules or x[1] in sessions]
 
 
 @given(
@@ -172,5 +174,6 @@ def test_linked_commit_is_the_first_link_of_the_scan(
         ):
             expected = sha
             break
-    by_scope = search_module._links_by_scope(_Links(links))
+    scopes = ([capsule] if capsule else [], [session] if session else [])
+    by_scope = search_module._links_by_scope(_Links(links), *scopes)
     assert search_module._linked_commit(by_scope, time, capsule, session) == expected

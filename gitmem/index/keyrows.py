@@ -41,6 +41,15 @@ class KeyRows:
         """Whether lookups binary-search a sorted copy (after :data:`SCANS` scans)."""
         return self._sorted is not None
 
+    def in_order(self) -> tuple[NDArray[np.uint64], NDArray[np.intp]]:
+        """The keys sorted, and the row of each (sorted once, then kept)."""
+        import numpy as np
+
+        if self._sorted is None:
+            order = np.argsort(self.values, kind="stable")
+            self._sorted = (self.values[order], order)
+        return self._sorted
+
     def rows(self, keys: Sequence[int]) -> list[int | None]:
         """Row positions of ``keys`` (None for keys not in the table; the
         first row when two events share a key)."""
@@ -58,10 +67,7 @@ class KeyRows:
             for row in np.flatnonzero(np.isin(values, wanted)).tolist():
                 first.setdefault(int(values[row]), row)
             return [first.get(int(k)) for k in keys]
-        if self._sorted is None:
-            order = np.argsort(values, kind="stable")
-            self._sorted = (values[order], order)
-        ordered, order = self._sorted
+        ordered, order = self.in_order()
         at = np.minimum(np.searchsorted(ordered, wanted), len(ordered) - 1)
         found = ordered[at] == wanted
         return [int(order[i]) if ok else None for i, ok in zip(at, found, strict=True)]

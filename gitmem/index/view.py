@@ -95,7 +95,7 @@ class IndexView:
         self._embedder_loaded = False
         self._ids: dict[str, int] | None = None
         self._keys: KeyRows | None = None
-        self._links: list[tuple[int, str | None, str | None, str | None]] | None = None
+        self._links: Any = None  # the commit_link rows' time, session, capsule, body
         # Per branch (resolved: a checkout between two queries changes the key),
         # what its queries share: the table never changes under a view.
         self._pools: dict[tuple[str | None, str | None], Column] = {}
@@ -241,24 +241,45 @@ class IndexView:
     def rows_for_keys(self, keys: Sequence[int]) -> list[int | None]:
         """Row positions of events by key64 (None for keys not in the table;
         the first row when two events share a key); see :mod:`gitmem.index.keyrows`."""
+        return self._key_rows().rows(keys)
+
+    def keys_in_order(self) -> tuple[Any, Any]:
+        """Every row's key64 sorted (numpy), and the row of each: shared by
+        key lookups and by searches that pick the allowed keys in order."""
+        return self._key_rows().in_order()
+
+    def _key_rows(self) -> KeyRows:
         if self._keys is None:
             from gitmem.index.keyrows import KeyRows
 
             self._keys = KeyRows(self.table.column("key64"))
-        return self._keys.rows(keys)
+        return self._keys
 
-    def commit_links(self) -> list[tuple[int, str | None, str | None, str | None]]:
-        """(time, session, capsule, sha) of every commit_link event, in order."""
+    def commit_links(
+        self, capsules: Sequence[str] = (), sessions: Sequence[str] = ()
+    ) -> list[tuple[int, str | None, str | None, str | None]]:
+        """(time, session, capsule, sha) of every commit_link event in one of
+        ``capsules`` or ``sessions``, in (time, id) order. The commit links
+        are picked from the table once; only the ones asked for are decoded
+        (a million events hold tens of thousands)."""
         if self._links is None:
-            rows = pc.filter(self.table, pc.equal(self.table.column("type"), "commit_link"))
-            cols = rows.select(["time", "session", "capsule", "body"]).to_pydict()
-            self._links = [
-                (t, s, c, json.loads(b).get("sha") if b else None)
-                for t, s, c, b in zip(
-                    cols["time"], cols["session"], cols["capsule"], cols["body"], strict=True
-                )
-            ]
-        return self._links
+            # columns first: filtering the whole table copies every body
+            columns = self.table.select(["time", "session", "capsule", "body"])
+            self._links = pc.filter(columns, pc.equal(self.table.column("type"), "commit_link"))
+        if not capsules and not sessions:
+            return []
+        links = self._links
+        wanted = pc.or_(
+            pc.false_if_null(pc.is_in(links.column("capsule"), list(capsules))),
+            pc.false_if_null(pc.is_in(links.column("session"), list(sessions))),
+        )
+        cols = pc.filter(links, wanted).to_pydict()
+        return [
+            (t, s, c, json.loads(b).get("sha") if b else None)
+            for t, s, c, b in zip(
+                cols["time"], cols["session"], cols["capsule"], cols["body"], strict=True
+            )
+        ]
 
     def row_index(self) -> dict[str, int]:
         """Event id -> row position."""

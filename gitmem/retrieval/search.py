@@ -51,9 +51,7 @@ _WORDS = re.compile(r"\w+")
 # per open view: its key64 column as one array, and the floor sample's unit vectors
 _KEYS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 _SAMPLES: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-# per open view: its rows in key order with the sorted keys, and the last
-# allowed mask with its keys
-_ORDER: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+# per open view: the last allowed mask with its keys
 _ALLOWED: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
@@ -352,12 +350,8 @@ def _allowed_keys(view: Any, allowed: Any) -> Any:
     cached = _ALLOWED.get(view)
     if cached is not None and cached[0] is allowed:
         return cached[1]
-    order = _ORDER.get(view)
-    if order is None:
-        keys = _keys(view)
-        by_key = np.argsort(keys, kind="stable")
-        order = _ORDER[view] = (by_key, keys[by_key])
-    picked = order[1][allowed[order[0]]]
+    ordered, rows = view.keys_in_order()
+    picked = ordered[allowed[rows]]
     if len(picked) > 1:
         first = np.empty(len(picked), dtype=bool)
         first[0] = True
@@ -514,7 +508,12 @@ def _fuse_rrf(
 def _provenance(view: Any, hits: list[Hit]) -> None:
     """Where each hit comes from: memory commit and branch, capsule, and the
     code commit linked in the same capsule or session at or after it."""
-    links = _links_by_scope(view) if hits else ({}, {})
+    scopes = [(h.event.capsule, h.event.scope.get("session")) for h in hits]
+    links = _links_by_scope(
+        view,
+        sorted({c for c, _s in scopes if c}),
+        sorted({s for _c, s in scopes if isinstance(s, str) and s}),
+    )
     for hit in hits:
         e = hit.event
         code = None
@@ -557,27 +556,22 @@ def _linked_commit(
 
 
 _Link = tuple[int, int, "str | None"]  # time, position in (time, id) order, sha
-_LINKS: weakref.WeakKeyDictionary[Any, tuple[dict[str, list[_Link]], dict[str, list[_Link]]]] = (
-    weakref.WeakKeyDictionary()
-)
 
 
-def _links_by_scope(view: Any) -> tuple[dict[str, list[_Link]], dict[str, list[_Link]]]:
-    """The view's commit links by capsule and by session, each list in (time,
-    id) order (built once per view: a store of a million events holds tens of
-    thousands, which a scan per hit would read again and again)."""
-    found = _LINKS.get(view)
-    if found is None:
-        by_capsule: dict[str, list[_Link]] = {}
-        by_session: dict[str, list[_Link]] = {}
-        for position, (time, session, capsule, sha) in enumerate(view.commit_links()):
-            link = (time, position, sha)
-            if capsule:
-                by_capsule.setdefault(capsule, []).append(link)
-            if session:
-                by_session.setdefault(session, []).append(link)
-        found = _LINKS[view] = (by_capsule, by_session)
-    return found
+def _links_by_scope(
+    view: Any, capsules: Sequence[str], sessions: Sequence[str]
+) -> tuple[dict[str, list[_Link]], dict[str, list[_Link]]]:
+    """The commit links in these capsules and sessions, by capsule and by
+    session, each list in (time, id) order."""
+    by_capsule: dict[str, list[_Link]] = {}
+    by_session: dict[str, list[_Link]] = {}
+    for position, (time, session, capsule, sha) in enumerate(view.commit_links(capsules, sessions)):
+        link = (time, position, sha)
+        if capsule:
+            by_capsule.setdefault(capsule, []).append(link)
+        if session:
+            by_session.setdefault(session, []).append(link)
+    return by_capsule, by_session
 
 
 def _first_at(links: list[_Link] | None, time: int) -> _Link | None:
