@@ -152,3 +152,24 @@ def test_the_last_events_are_taken_by_position(tmp_path: Path, limit: int) -> No
         for positions in ([0], [1, 2, 3, 9], [0, 5, 6, 7, 19], list(range(20)), []):
             picked = view_module._rows_at(table, np.asarray(positions, dtype=np.intp))
             assert picked.column("id").to_pylist() == [ids[p] for p in positions]
+
+
+def test_get_by_any_prefix_agrees_with_a_scan_of_every_id(tmp_path: Path) -> None:
+    from gitmem.errors import AmbiguousIdError, NotFoundError
+
+    repo = scratch_repo(tmp_path / "repo")
+    with Memory.open(repo) as mem:
+        mem.append_many([Draft("note", {"text": f"note {i}"}) for i in range(300)])
+    with IndexView.open(repo) as view:
+        ids = view.table.column("id").to_pylist()
+        for eid in ids[:60]:
+            for k in (4, 5, 15, 16, 17, 40, 64):
+                prefix = eid[:k]
+                matching = [i for i in ids if i.startswith(prefix)]
+                if len(matching) == 1:
+                    assert view.get(prefix.upper()).id == eid
+                else:
+                    with pytest.raises(AmbiguousIdError):
+                        view.get(prefix)
+        with pytest.raises(NotFoundError):
+            view.get("0000000000000000000000")

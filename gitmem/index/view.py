@@ -93,7 +93,6 @@ class IndexView:
         self._vectors: VectorShards | None = None
         self._embedder: Embedder | None = None
         self._embedder_loaded = False
-        self._ids: dict[str, int] | None = None
         self._keys: KeyRows | None = None
         self._links: Any = None  # the commit_link rows' time, session, capsule, body
         # Per branch (resolved: a checkout between two queries changes the key),
@@ -115,7 +114,7 @@ class IndexView:
         fulltext, vectors = self._fulltext, self._vectors
         self._table = self._members = None
         self._fulltext = self._vectors = self._embedder = None
-        self._ids = self._keys = self._links = None
+        self._keys = self._links = None
         self._pools, self._windows = {}, {}
         if fulltext is not None:
             fulltext.close()
@@ -281,12 +280,6 @@ class IndexView:
             )
         ]
 
-    def row_index(self) -> dict[str, int]:
-        """Event id -> row position."""
-        if self._ids is None:
-            self._ids = {eid: i for i, eid in enumerate(self.table.column("id").to_pylist())}
-        return self._ids
-
     # selection ------------------------------------------------------------------------
     def _commits(self, ref: str) -> Column:
         """The memory commits a chain reaches."""
@@ -401,9 +394,23 @@ class IndexView:
 
     def get(self, event_id: str) -> Event:
         """An event by id or unique id prefix (at least 4 hex characters), on any branch."""
+        import numpy as np
+
         prefix = id_prefix(event_id)
-        ids = self.row_index()
-        found = [prefix] if prefix in ids else sorted(eid for eid in ids if eid.startswith(prefix))
+        # The key64 column holds every id's first 16 hex digits as a number:
+        # the ids a prefix can name are one range of it (a million ids are
+        # not turned into strings for one lookup).
+        head = prefix[:16]
+        low, high = int(head.ljust(16, "0"), 16), int(head.ljust(16, "f"), 16)
+        keys = self._key_rows().values
+        candidates = np.flatnonzero((keys >= np.uint64(low)) & (keys <= np.uint64(high)))
+        column = self.table.column("id")
+        rows: dict[str, int] = {}
+        for row in candidates.tolist():
+            eid = column[row].as_py()
+            if eid.startswith(prefix):
+                rows[eid] = row
+        found = [prefix] if prefix in rows else sorted(rows)
         if not found:
             raise NotFoundError(
                 f"no event with id {event_id}", "list ids with 'git edda log --all-branches'"
@@ -413,7 +420,7 @@ class IndexView:
                 f"id prefix {event_id} matches {len(found)} events: {', '.join(f[:12] for f in found[:5])}",
                 "give more characters of the id",
             )
-        return rows_to_events(self.table.slice(ids[found[0]], 1))[0]
+        return rows_to_events(self.table.slice(rows[found[0]], 1))[0]
 
     def counts(self, branch: str | None) -> dict[str, int | None]:
         """The event counts of :meth:`Memory.status <gitmem.memory.api.Memory.status>`:
