@@ -317,17 +317,20 @@ def branches(store: ChainStore, sizes: Callable[[str], int] | None = None) -> li
     ``sizes`` gives a chain's number of events (e.g.
     :meth:`IndexView.chain_size <gitmem.index.view.IndexView.chain_size>`);
     without it every event is read to count them."""
+    from gitmem.branches.detect import fork_points
     from gitmem.branches.gitinfo import local_branches
-    from gitmem.storage import heads
 
     if sizes is None:
         sizes = store.chain_size
     local = local_branches(store.backend)
     current, trunk = store.branch, store.trunk
+    chains = sorted(store.ledger.memory_refs().items())
+    named = [(name, tip) for ref, tip in chains if (name := layout.branch_of_ref(ref))]
+    forks = fork_points(store, named)
     out = []
-    for ref, tip in sorted(store.ledger.memory_refs().items()):
+    for ref, tip in chains:
         name = layout.branch_of_ref(ref)
-        fork = heads.find_fork(store.backend, tip, name) if name else None
+        fork = forks.get(name) if name else None
         out.append(
             BranchInfo(
                 name=name,

@@ -21,6 +21,7 @@ request was merged).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,11 +60,14 @@ class _Forks:
         self.learned = False
 
     def code(self, tip: str, branch: str) -> str | None:
+        found = self.fork(tip, branch)
+        return None if found is None else found[1]
+
+    def fork(self, tip: str, branch: str) -> tuple[str | None, str | None] | None:
         key = (tip, branch)
         if key not in self.cache:
             self.cache[key] = self._find(tip, branch)
-        found = self.cache[key]
-        return None if found is None else found[1]
+        return self.cache[key]
 
     def _find(self, tip: str, branch: str) -> tuple[str | None, str | None] | None:
         backend = self.memory.backend
@@ -104,6 +108,19 @@ class _Forks:
             return
         _write_json(self.path, self.record)
         self.learned = False
+
+
+def fork_points(
+    store: ChainStore, chains: Iterable[tuple[str, str]]
+) -> dict[str, tuple[str | None, str | None] | None]:
+    """Each (branch, tip)'s newest fork: (source, code), or None; through the
+    fork record, so a chain is walked only where it grew since it was last
+    asked about (``git edda branches`` walked every chain, 100,000 commits
+    at a million events)."""
+    forks = _Forks(store)
+    found = {branch: forks.fork(tip, branch) for branch, tip in chains}
+    forks.save()
+    return found
 
 
 def _read_json(path: Path) -> dict[str, Any]:

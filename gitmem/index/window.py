@@ -462,7 +462,7 @@ def _numbers(n: int) -> pa.Array:
 
 def _falses(n: int) -> Column:
     """A mask of ``n`` false values."""
-    return pc.invert(pc.all_true(n))
+    return pc.all_false(n)
 
 
 def _points_at(target: object, hidden: frozenset[str]) -> bool:
