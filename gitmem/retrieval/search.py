@@ -53,6 +53,10 @@ _KEYS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 _SAMPLES: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 # per open view: the last allowed mask with its keys
 _ALLOWED: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+# per open view: the numpy form of the masks it handed out (by identity), and
+# the floor's sample of the last allowed mask
+_MASKS: weakref.WeakKeyDictionary[Any, dict[int, tuple[Any, Any]]] = weakref.WeakKeyDictionary()
+_ALLOWED_SAMPLE: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -142,6 +146,15 @@ def _allowed(view: Any, where: EventFilter | None, branch: Any, all_branches: bo
     from gitmem.memory.query import path_matches
 
     mask = view.filter_mask(where, branch=branch, all_branches=all_branches)
+    plain = where is None or not (where.tags or where.paths)
+    if plain:
+        # The view hands out one mask per branch: its numpy form, the allowed
+        # keys and the floor's sample are then computed once, not per query
+        # (three passes over a million rows).
+        cache = _MASKS.setdefault(view, {})
+        known = cache.get(id(mask))
+        if known is not None and known[0] is mask:
+            return known[1]
     chunks = mask.chunks if hasattr(mask, "chunks") else [mask]
     allowed = (
         np.concatenate([c.to_numpy(zero_copy_only=False) for c in chunks])
@@ -158,7 +171,12 @@ def _allowed(view: Any, where: EventFilter | None, branch: Any, all_branches: bo
             if ok and where.paths:
                 ok = any(path_matches(p, pattern) for p in paths or () for pattern in where.paths)
             allowed[row] = ok
-    return None if allowed.all() else allowed
+    found = None if allowed.all() else allowed
+    if plain:
+        if len(cache) >= 8:
+            cache.clear()
+        cache[id(mask)] = (mask, found)
+    return found
 
 
 def search(
@@ -370,7 +388,12 @@ def _vector_floor(view: Any, q: Any, allowed: Any) -> float:
         if sample is None:
             sample = _SAMPLES[view] = fusions.FloorSample(view.vectors, fusions.sample(_keys(view)))
     else:
-        sample = fusions.FloorSample(view.vectors, fusions.sample(_keys(view)[allowed]))
+        known = _ALLOWED_SAMPLE.get(view)
+        if known is not None and known[0] is allowed:
+            sample = known[1]
+        else:
+            sample = fusions.FloorSample(view.vectors, fusions.sample(_keys(view)[allowed]))
+            _ALLOWED_SAMPLE[view] = (allowed, sample)
     return sample.floor(q)
 
 
