@@ -36,6 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
+from make_minilm_int8 import read_float32  # noqa: E402  (the file's reader, shared)
+
 TARGET = ROOT / "tests" / "data" / "minilm_reference.json"
 SOURCE_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 
@@ -55,20 +57,6 @@ TEXTS = [
     "src/gitmem/index/embedding.py:42: TypeError: 'NoneType' object is not subscriptable",
     "Caroline: What did you think of the LGBTQ support group meeting yesterday?",
 ]
-
-
-def read_float32(path: Path) -> dict[str, np.ndarray]:
-    with open(path, "rb") as f:
-        n = int.from_bytes(f.read(8), "little")
-        header = json.loads(f.read(n))
-    data = np.fromfile(path, dtype=np.uint8, offset=8 + n)
-    out = {}
-    for name, entry in header.items():
-        if name == "__metadata__" or entry["dtype"] != "F32":
-            continue
-        a, b = entry["data_offsets"]
-        out[name] = data[a:b].view("<f4").reshape(entry["shape"]).astype(np.float64)
-    return out
 
 
 def plain_forward(w: dict[str, np.ndarray], ids: list[list[int]]) -> np.ndarray:
@@ -141,7 +129,7 @@ def main() -> None:
     doc: dict[str, Any] = {
         "texts": TEXTS,
         "ids": ids,
-        "float32": unit(plain_forward(read_float32(args.model), ids)).round(6).tolist(),
+        "float32": unit(plain_forward(_float64(read_float32(args.model)), ids)).round(6).tolist(),
         "gitmem": MiniLMEmbedder().embed(TEXTS).round(6).tolist(),
     }
     if args.onnx:
@@ -164,3 +152,8 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def _float64(tensors: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The reference pass computes in float64."""
+    return {name: array.astype(np.float64) for name, array in tensors.items()}
