@@ -533,6 +533,22 @@ def test_incremental_falls_back_when_old_memory_changed(chain_repo: Path) -> Non
         assert report.mode == "full" and "no record" in report.fallback
 
 
+def test_incremental_falls_back_on_a_record_from_another_clone(tmp_path: Path) -> None:
+    """A record copied from another repository names tips this one never had:
+    a full verification, said why, never an internal error."""
+    import shutil
+
+    one = make_repo(tmp_path / "one", events=3)
+    other = make_repo(tmp_path / "other", events=4)
+    with Memory.open(one) as mem:
+        assert mem.verify().ok
+    shutil.copytree(one / ".git" / "edda" / "verify", other / ".git" / "edda" / "verify")
+    with Memory.open(other) as mem:
+        report = mem.verify(incremental=True)
+        assert report.ok and report.mode == "full"
+        assert "not in this repository" in report.fallback
+
+
 def test_incremental_checks_a_redaction_of_an_old_event(chain_repo: Path) -> None:
     with Memory.open(chain_repo) as mem:
         assert mem.verify().ok

@@ -157,6 +157,9 @@ def plan(memory: Memory, record: Verified, refs: dict[str, str]) -> Plan | str:
     for ref, tip in record.tips.items():
         if ref not in refs:
             return f"{ref} was deleted"
+        if refs[ref] != tip and not backend.has_object(tip):
+            # a record copied from another clone, or history rewritten and pruned
+            return f"the verified tip of {ref} is not in this repository"
         if refs[ref] != tip and not backend.is_ancestor(tip, refs[ref]):
             return f"{ref} no longer descends from the verified tip"
     old = sorted(set(record.tips.values()))
