@@ -17,6 +17,8 @@ from typing import Any
 import pygit2
 import pytest
 from conftest import cli, make_repo
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gitmem.memory.api import Memory
 from gitmem.records import canonical, layout
@@ -575,3 +577,19 @@ def test_cli_verify_incremental(chain_repo: Path) -> None:
     assert code == 0, err
     data = json.loads(out)
     assert data["mode"] == "incremental" and data["commits"] == 0 and data["fallback"] is None
+
+
+@given(
+    st.lists(st.integers(0, 2**64 - 1), max_size=50),
+    st.lists(st.integers(0, 2**64 - 1), max_size=20),
+)
+def test_merged_ids_are_the_sorted_union(old: list[int], new: list[int]) -> None:
+    import numpy as np
+
+    from gitmem.memory import verified
+
+    a = np.unique(np.asarray(old, dtype=np.uint64))
+    b = np.unique(np.asarray(new, dtype=np.uint64))
+    got = verified.merged(a, b)
+    assert got.dtype == np.uint64
+    assert got.tolist() == sorted(set(old) | set(new))

@@ -137,6 +137,20 @@ def forget(location: RepoLocation) -> None:
     (_root(location) / RECORD).unlink(missing_ok=True)
 
 
+def merged(ids: NDArray[np.uint64], new: NDArray[np.uint64]) -> NDArray[np.uint64]:
+    """Sorted distinct ``ids`` with sorted distinct ``new`` added, in one
+    pass (``np.union1d`` sorts a million keys again: 1.7 s of an incremental
+    verification with nothing new)."""
+    import numpy as np
+
+    if not len(new):
+        return ids
+    at = np.searchsorted(ids, new)
+    known = (at < len(ids)) & (ids[np.minimum(at, len(ids) - 1)] == new) if len(ids) else at < 0
+    out: NDArray[np.uint64] = np.insert(ids, at[~known], new[~known]).astype(np.uint64)
+    return out
+
+
 def keys(event_ids: Any) -> NDArray[np.uint64]:
     """Sorted, distinct 64-bit keys of event ids."""
     import numpy as np

@@ -90,8 +90,6 @@ def _incremental(
 ) -> bool:
     """Check what is new since ``record``; False (having recorded why in
     ``report.fallback``) when only a full verification can be sound."""
-    import numpy as np
-
     plan = verified.plan(memory, record, refs)
     if isinstance(plan, str):
         report.fallback = plan
@@ -128,7 +126,7 @@ def _incremental(
         report.fallback = why
         return False
     if report.ok:
-        ids = np.union1d(record.ids, verified.keys(envelopes)).astype(np.uint64)
+        ids = verified.merged(record.ids, verified.keys(envelopes))
         verified.write(memory.location, refs, payload_tip, ids, targets | set(redactions))
     return True
 
