@@ -190,25 +190,21 @@ def payload_changes(
     memory: Memory, old_tree: str | None, new_tree: str | None, prefix: str
 ) -> list[tuple[str, str | None, str | None]]:
     """(name, old blob, new blob) of every entry under ``prefix`` (``p`` or
-    ``b``) that differs between two payload-store trees; only the fan-out
-    directories whose ids differ are read."""
+    ``b``) that differs between two payload-store trees, by name; only the
+    fan-out directories whose ids differ are read."""
     backend = memory.backend
     old_root = backend.read_path(old_tree, prefix) if old_tree else None
     new_root = backend.read_path(new_tree, prefix) if new_tree else None
     if old_root == new_root:
         return []
-    old_fans = {e.name: e.oid for e in backend.read_tree(old_root)} if old_root else {}
-    new_fans = {e.name: e.oid for e in backend.read_tree(new_root)} if new_root else {}
-    changes: list[tuple[str, str | None, str | None]] = []
-    for fan in sorted(old_fans.keys() | new_fans.keys()):
-        before, after = old_fans.get(fan), new_fans.get(fan)
-        if before == after:
-            continue
-        was = {e.name: e.oid for e in backend.read_tree(before)} if before else {}
-        now = {e.name: e.oid for e in backend.read_tree(after)} if after else {}
-        for name in sorted(was.keys() | now.keys()):
-            if was.get(name) != now.get(name):
-                changes.append((name, was.get(name), now.get(name)))
+    # git's tree comparison skips the fan-out directories whose ids did not
+    # change, and compares the others in C (a million-event store's
+    # directories hold ~3,900 entries each: 4.7 s read in Python)
+    changes = [
+        (change.path.rsplit("/", 1)[-1], change.old, change.new)
+        for change in backend.diff_trees(old_root, new_root)
+    ]
+    changes.sort(key=lambda c: c[0])
     return changes
 
 

@@ -180,12 +180,16 @@ class Libgit2Backend:
         pygit2 = _pygit2()
         if not include:
             return []
+        known = [oid for oid in exclude if oid in self.repo]
+        if len(known) > 1:  # one hidden tip (a chain's last one) walks fast
+            found = _rev_list(self.location, include, known)
+            if found is not None:
+                return found
         walker = self.repo.walk(include[0], pygit2.enums.SortMode.NONE)
         for oid in include[1:]:
             walker.push(oid)
-        for oid in exclude:
-            if oid in self.repo:
-                walker.hide(oid)
+        for oid in known:
+            walker.hide(oid)
         return [str(commit.id) for commit in walker]
 
     def diff_trees(self, old: str | None, new: str | None) -> list[TreeChange]:
@@ -208,3 +212,29 @@ class Libgit2Backend:
             side = delta.old_file if after is None else delta.new_file
             changes.append(TreeChange(delta.new_file.path, before, after, int(side.mode)))
         return changes
+
+
+def _rev_list(
+    location: RepoLocation, include: Sequence[str], exclude: Sequence[str]
+) -> list[str] | None:
+    """``git rev-list INCLUDE --not EXCLUDE``, or None when git cannot run it
+    (the walker then does). libgit2's walker marks the history of hidden tips
+    on other chains slowly: 1 s for one new commit against 21 hidden tips
+    over 100,000 commits, where git answers in 5 ms."""
+    import subprocess
+
+    revs = (
+        "".join(f"{oid}\n" for oid in include) + "--not\n" + "".join(f"{oid}\n" for oid in exclude)
+    )
+    try:
+        proc = subprocess.run(
+            ["git", "--git-dir", str(location.git_dir), "rev-list", "--stdin"],
+            input=revs.encode(),
+            capture_output=True,
+            check=False,
+        )
+    except OSError:
+        return None
+    if proc.returncode != 0:
+        return None
+    return proc.stdout.decode().split()
