@@ -12,7 +12,7 @@ aliases below still say what each kernel takes and returns.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -99,3 +99,14 @@ def _constant(value: bool, length: int) -> pa.Array:
     import pyarrow as pa
 
     return pa.array(np.full(length, value, dtype=bool), pa.bool_())
+
+
+def to_numpy(values: Column, dtype: str) -> Any:
+    """One numpy array of a column or mask, whether one array or chunks
+    (a copy when there are several: nothing then keeps a memory map alive)."""
+    import numpy as np
+
+    chunks = values.chunks if hasattr(values, "chunks") else [values]
+    if not chunks:
+        return np.zeros(0, dtype=dtype)
+    return np.concatenate([c.to_numpy(zero_copy_only=False) for c in chunks])

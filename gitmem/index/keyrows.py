@@ -25,14 +25,10 @@ class KeyRows:
     """Lookups of rows by key64 over the ``key64`` column of the events table."""
 
     def __init__(self, column: pa.ChunkedArray) -> None:
-        import numpy as np
+        from gitmem.index import compute
 
         # one numpy array (a copy: nothing here keeps the memory map alive)
-        self.values: NDArray[np.uint64] = (
-            np.concatenate([c.to_numpy(zero_copy_only=False) for c in column.chunks])
-            if column.num_chunks
-            else np.zeros(0, dtype=np.uint64)
-        )
+        self.values: NDArray[np.uint64] = compute.to_numpy(column, "uint64")
         self.lookups = 0
         self._sorted: tuple[NDArray[np.uint64], NDArray[np.intp]] | None = None
 

@@ -243,6 +243,10 @@ class IndexView:
         the first row when two events share a key); see :mod:`gitmem.index.keyrows`."""
         return self._key_rows().rows(keys)
 
+    def key_values(self) -> Any:
+        """Every row's key64 as one numpy array, in row order (read once)."""
+        return self._key_rows().values
+
     def keys_in_order(self) -> tuple[Any, Any]:
         """Every row's key64 sorted (numpy), and the row of each: shared by
         key lookups and by searches that pick the allowed keys in order."""
@@ -480,14 +484,7 @@ def _last_true(mask: Any, limit: int) -> Any:
     array or chunked array; null counts as false), in order."""
     import numpy as np
 
-    mask = pc.false_if_null(mask)
-    chunks = mask.chunks if hasattr(mask, "chunks") else [mask]
-    flags = (
-        np.concatenate([c.to_numpy(zero_copy_only=False) for c in chunks])
-        if chunks
-        else np.zeros(0, dtype=bool)
-    )
-    return np.flatnonzero(flags)[-limit:]
+    return np.flatnonzero(pc.to_numpy(pc.false_if_null(mask), "bool"))[-limit:]
 
 
 def _rows_at(table: Any, positions: Any) -> Any:

@@ -28,6 +28,7 @@ from typing import Any
 
 from gitmem.errors import UsageError
 from gitmem.index import fusion as fusions
+from gitmem.index.compute import to_numpy
 from gitmem.index.fusion import DEFAULT_FUSION, FUSIONS, MIN_COSINE
 from gitmem.index.fusion import RRF_K as RRF_K  # re-exported: the CLI explains scores with it
 from gitmem.memory.event import Event
@@ -48,15 +49,31 @@ TIME_WORDS = frozenset(
 )
 """Words by which a query asks for what is new: recency then counts (see :func:`asks_about_time`)."""
 _WORDS = re.compile(r"\w+")
-# per open view: its key64 column as one array, and the floor sample's unit vectors
-_KEYS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+# per open view: the floor sample's unit vectors when every row is allowed
 _SAMPLES: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-# per open view: the last allowed mask with its keys
-_ALLOWED: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-# per open view: the numpy form of the masks it handed out (by identity), and
-# the floor's sample of the last allowed mask
+# per open view: the numpy form of the masks it handed out (by identity)
 _MASKS: weakref.WeakKeyDictionary[Any, dict[int, tuple[Any, Any]]] = weakref.WeakKeyDictionary()
-_ALLOWED_SAMPLE: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+@dataclass
+class _Allowed:
+    """What a search derives from an allowed mask, kept with it for the
+    view's next searches (by the mask's identity: see :func:`_allowed`)."""
+
+    mask: Any
+    keys: Any = None  # sorted distinct key64 of the allowed rows
+    sample: Any = None  # the floor's sample of them
+
+
+_LAST: weakref.WeakKeyDictionary[Any, _Allowed] = weakref.WeakKeyDictionary()
+
+
+def _derived(view: Any, allowed: Any) -> _Allowed:
+    """The derived values of ``allowed``, reused while it is the view's last mask."""
+    last = _LAST.get(view)
+    if last is None or last.mask is not allowed:
+        last = _LAST[view] = _Allowed(allowed)
+    return last
 
 
 @dataclass
@@ -155,12 +172,7 @@ def _allowed(view: Any, where: EventFilter | None, branch: Any, all_branches: bo
         known = cache.get(id(mask))
         if known is not None and known[0] is mask:
             return known[1]
-    chunks = mask.chunks if hasattr(mask, "chunks") else [mask]
-    allowed = (
-        np.concatenate([c.to_numpy(zero_copy_only=False) for c in chunks])
-        if chunks
-        else np.zeros(view.table.num_rows, dtype=bool)
-    )
+    allowed = to_numpy(mask, "bool")
     if where is not None and (where.tags or where.paths):
         rows = np.nonzero(allowed)[0]
         tags_col = view.table.column("tags").to_pylist()
@@ -340,22 +352,6 @@ def _first_read(
     return cached
 
 
-def _keys(view: Any) -> Any:
-    """The key64 column as one numpy array (read once per view)."""
-    import numpy as np
-
-    keys = _KEYS.get(view)
-    if keys is None:
-        column = view.table.column("key64")
-        keys = (
-            np.concatenate([c.to_numpy(zero_copy_only=False) for c in column.chunks])
-            if column.num_chunks
-            else np.zeros(0, dtype=np.uint64)
-        )
-        _KEYS[view] = keys
-    return keys
-
-
 def _allowed_keys(view: Any, allowed: Any) -> Any:
     """The key64 of every allowed row as a sorted array without repeats, as
     the vector index takes them (100,000 Python ints would cost ~5 ms, and
@@ -365,9 +361,9 @@ def _allowed_keys(view: Any, allowed: Any) -> Any:
 
     if allowed is None:
         return None
-    cached = _ALLOWED.get(view)
-    if cached is not None and cached[0] is allowed:
-        return cached[1]
+    derived = _derived(view, allowed)
+    if derived.keys is not None:
+        return derived.keys
     ordered, rows = view.keys_in_order()
     picked = ordered[allowed[rows]]
     if len(picked) > 1:
@@ -376,7 +372,7 @@ def _allowed_keys(view: Any, allowed: Any) -> Any:
         np.not_equal(picked[1:], picked[:-1], out=first[1:])
         if not first.all():  # two events whose ids share their first 64 bits
             picked = picked[first]
-    _ALLOWED[view] = (allowed, picked)  # one search reads them several times
+    derived.keys = picked  # one search reads them several times
     return picked
 
 
@@ -386,14 +382,15 @@ def _vector_floor(view: Any, q: Any, allowed: Any) -> float:
     if allowed is None:
         sample = _SAMPLES.get(view)
         if sample is None:
-            sample = _SAMPLES[view] = fusions.FloorSample(view.vectors, fusions.sample(_keys(view)))
+            sample = _SAMPLES[view] = fusions.FloorSample(
+                view.vectors, fusions.sample(view.key_values())
+            )
     else:
-        known = _ALLOWED_SAMPLE.get(view)
-        if known is not None and known[0] is allowed:
-            sample = known[1]
-        else:
-            sample = fusions.FloorSample(view.vectors, fusions.sample(_keys(view)[allowed]))
-            _ALLOWED_SAMPLE[view] = (allowed, sample)
+        derived = _derived(view, allowed)
+        if derived.sample is None:
+            keys = view.key_values()[allowed]
+            derived.sample = fusions.FloorSample(view.vectors, fusions.sample(keys))
+        sample = derived.sample
     return sample.floor(q)
 
 
