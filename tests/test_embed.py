@@ -23,6 +23,7 @@ from conftest import git, init_repo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
+from realtext import repository_lines
 
 from gitmem.embed import (
     EmbeddingCache,
@@ -319,17 +320,8 @@ def test_words_can_be_merged_one_by_one(bpe: BPETokenizer) -> None:
     assert [t for t in vocab if t.lstrip(SPACE).count(SPACE)] == []
 
 
-def corpus() -> list[str]:
-    """Real text of many shapes: this repository's source, docs and specs, line by line."""
-    lines: list[str] = []
-    for pattern in ("gitmem/**/*.py", "tests/*.py", "*.md", "spec/*.md"):
-        for path in sorted(ROOT.glob(pattern)):
-            lines += path.read_text(encoding="utf-8").splitlines()
-    return lines
-
-
 def test_tokenizer_matches_the_reference_on_real_text(bpe: BPETokenizer, reference: Any) -> None:
-    texts = corpus()
+    texts = repository_lines()
     assert len(texts) > 10_000
     text = "\n".join(texts[:3000])
     texts += [text, "x" * 20_000, "ab" * 9_000 + " end", "\t\t  indented\r\n", "<s><s></s"]

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from realtext import repository_heads, repository_lines
 
 from gitmem.embed.minilm import MAX_TOKENS, VOCAB
 from gitmem.embed.pinned import DATA_DIR
@@ -111,12 +112,7 @@ def test_the_vocabulary_file_is_checked(tmp_path: Path) -> None:
 def corpus() -> list[str]:
     """Real text of many shapes: this repository's source, docs and specs, line
     by line and whole, and prose in other scripts."""
-    lines: list[str] = []
-    for pattern in ("gitmem/**/*.py", "tests/*.py", "*.md", "spec/*.md"):
-        for path in sorted(ROOT.glob(pattern)):
-            text = path.read_text(encoding="utf-8")
-            lines += text.splitlines()
-            lines.append(text[:3000])
+    lines = repository_lines() + repository_heads()
     lines += [
         "Melanie: I went to the beach with my kids last weekend! [a photo of a sandy beach]",
         "Überprüfung der Größe: Straße, Maß, Fuß — «Anführungszeichen» und „so“",
