@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -453,13 +454,26 @@ WORDS = [
 ]  # fmt: skip
 
 
-@pytest.fixture
-def varied(tmp_path: Path) -> Iterator[tuple[Path, IndexView]]:
+@pytest.fixture(scope="module")
+def varied_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """300 notes of random words, indexed (with their vectors) once a module."""
     import random
 
     rng = random.Random(7)
     texts = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12))) for _ in range(300)]
-    repo, _events = notes_repo(tmp_path / "repo", texts)
+    base = tmp_path_factory.mktemp("varied")
+    with isolated_environment(base):
+        repo, _events = notes_repo(base / "repo", texts)
+        IndexView.open(repo).close()
+    return repo
+
+
+@pytest.fixture
+def varied(varied_template: Path, tmp_path: Path) -> Iterator[tuple[Path, IndexView]]:
+    """A copy of the template's repository and index, the test's own to change
+    (embedding its 300 texts again for each test cost seconds a test)."""
+    repo = tmp_path / "repo"
+    shutil.copytree(varied_template, repo, symlinks=True)
     with IndexView.open(repo) as view:
         yield repo, view
 
