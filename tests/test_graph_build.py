@@ -283,6 +283,32 @@ def test_a_warm_build_writes_what_a_cold_build_writes(tmp_path: Path) -> None:
     assert (table_bytes(repo), code_bytes(repo)) == first
 
 
+def test_a_long_lived_process_keeps_only_what_its_latest_builds_use(tmp_path: Path) -> None:
+    """The daemon or the MCP server builds again after every change: the
+    decoded cache entries and placed chunks it keeps stay those of the
+    latest build of each worktree, not every version of every file, and a
+    build after that still writes what a cold build writes."""
+    from gitmem.graph import build as builder
+    from gitmem.graph import cache as facts_cache
+
+    repo = code_repo(tmp_path / "repo")
+    other = code_repo(tmp_path / "other", {"lone.py": "def lone():\n    return 1\n"})
+    run(other)
+    run(repo)
+    sizes = []
+    for i in range(8):
+        (repo / "util.py").write_text(f"def helper(x):\n    return x + {100 + i}\n")
+        commit_all(repo, f"change {i}")
+        assert run(repo).parsed == 1
+        sizes.append((len(facts_cache._DECODED), len(builder._CHUNKS), len(builder._PLACED)))
+    assert sizes[-1] == sizes[1]  # one version of util.py at a time, not eight
+    lone = FactsCache(cache_path(where(other))).path(
+        cache_key(git(other, "rev-parse", "HEAD:lone.py").strip(), "python")
+    )
+    assert lone in facts_cache._DECODED  # the other worktree's latest build is kept
+    assert table_bytes(repo) == cold_bytes(repo)[0]
+
+
 def test_a_warm_process_after_another_process_built_links_nothing_stale(tmp_path: Path) -> None:
     """This process built the graph; another process built the next
     generation: this process's next build must not take that generation for

@@ -426,7 +426,10 @@ class Builder:
                 for s, table in enumerate(ts)
             },
         )
-        self.cache.sweep([*keys.values(), *(k + CHUNKS_SUFFIX for k in keys.values())])
+        used = [*keys.values(), *(k + CHUNKS_SUFFIX for k in keys.values())]
+        self.cache.sweep(used)
+        pairs = {(key, path) for path, key in keys.items()}
+        _keep_only(str(self.root), {self.cache.path(k) for k in used}, pairs)
         _remove_orphans(self.location)
 
     def _resolve(self, facts: dict[str, FileFacts]) -> tuple[list[pa.Table], list[pa.Table]]:
@@ -611,6 +614,28 @@ _WRITTEN: dict[str, tuple[str, dict[str, pa.Table]]] = {}
 _CHUNKS: dict[str, list[Chunk]] = {}
 # (cache key, path) -> (the blob's chunks, those chunks placed at the path), per process
 _PLACED: dict[tuple[str, str], tuple[list[Chunk], list[Chunk]]] = {}
+
+
+# Per process and graph root: the cache entries (paths) and keys its last build used.
+_LIVE: dict[str, tuple[set[str], set[tuple[str, str]]]] = {}
+
+
+def _keep_only(root: str, paths: set[str], pairs: set[tuple[str, str]]) -> None:
+    """Forget the decoded cache entries and placed chunks that no graph
+    root's latest build in this process uses: a long-lived process (the
+    daemon, the MCP server) builds again after every branch switch, and
+    would otherwise keep every version of every file it ever parsed."""
+    _LIVE[root] = (paths, pairs)
+    if len(_LIVE) == 1:
+        live_paths, live_pairs = paths, pairs
+    else:
+        live_paths = set().union(*(p for p, _ in _LIVE.values()))
+        live_pairs = set().union(*(k for _, k in _LIVE.values()))
+    FactsCache.keep_only(live_paths)
+    for path in [p for p in _CHUNKS if p not in live_paths]:
+        del _CHUNKS[path]
+    for pair in [pair for pair in _PLACED if pair not in live_pairs]:
+        del _PLACED[pair]
 
 
 def _decode_chunks(cache: FactsCache, key: str) -> list[Chunk] | None:

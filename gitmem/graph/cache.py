@@ -194,6 +194,16 @@ class FactsCache:
             _SEEN[path] = mtime  # the mtime from before the look: never too late
         return True
 
+    @staticmethod
+    def keep_only(paths: set[str]) -> None:
+        """Forget every decoded entry of this process but those at ``paths``
+        (what the latest builds use): a long-lived process (the daemon, the
+        MCP server) would otherwise keep every version of every file it ever
+        saw. A forgotten entry is read from disk again if it comes back."""
+        for memo in (_DECODED, _SEEN):
+            for path in [p for p in memo if p not in paths]:
+                del memo[path]
+
     def remember(self, key: str, entry: Cached) -> None:
         """Keep ``entry`` (just decoded from what was put for ``key``) as the
         process's decoded entry: the next build then sees the very same facts
