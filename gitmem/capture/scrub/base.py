@@ -124,8 +124,10 @@ class Lazy:
             self._regex = re.compile(self._pattern, self._flags)
         return self._regex
 
-    def finditer(self, text: str, pos: int = 0) -> Iterator[re.Match[str]]:
-        return self.regex.finditer(text, pos)
+    def finditer(
+        self, text: str, pos: int = 0, endpos: int = sys.maxsize
+    ) -> Iterator[re.Match[str]]:
+        return self.regex.finditer(text, pos, endpos)
 
     def match(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
         return self.regex.match(text, pos, endpos)
@@ -133,8 +135,8 @@ class Lazy:
     def search(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
         return self.regex.search(text, pos, endpos)
 
-    def fullmatch(self, text: str) -> re.Match[str] | None:
-        return self.regex.fullmatch(text)
+    def fullmatch(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        return self.regex.fullmatch(text, pos, endpos)
 
     def findall(self, text: str) -> list[str]:
         return self.regex.findall(text)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from gitmem.capture.scrub.base import Lazy, Span
+from gitmem.capture.scrub.base import Check, Lazy, Span
 from gitmem.capture.scrub.shapes import (
     ALNUM,
     DOTTED,
@@ -26,8 +26,13 @@ _COOKIE_NAME = Lazy(r"[A-Za-z0-9_.!#$%&*+^|~-]+=")
 # The command a short option such as "-p" belongs to (``cli_password``).
 _CLI_COMMAND = Lazy(
     r"(?:^|(?<=[\s/(\"';|&]))(mysql(?:dump|admin|import|check|show|pump|binlog|sh)?"
-    r"|mariadb(?:-?dump|-?admin)?|sshpass|redis-cli|curl)(?=\s)"
+    r"|mariadb(?:-?dump|-?admin)?|sshpass|redis-cli|curl"
+    r"|mongo(?:sh|dump|restore|export|import|stat|top|files)?|(?:docker|podman)[ \t]+login)(?=\s)"
 )
+# A .netrc entry up to its "password" (``netrc``): machine HOST or default,
+# then login, account or port tokens.
+_NETRC_ENTRY = Lazy(r"(?:machine\s+\S+|default)(?:\s+(?:login|account|port)\s+\S+)*\s+")
+_NETRC_LOOKBACK = 256
 
 
 def openai_key(m: re.Match[str], text: str) -> Span | None:
@@ -131,19 +136,27 @@ def cookie(m: re.Match[str], text: str) -> Span | None:
 # Commands whose short option carries a password: command -> {option: how the
 # value may follow it}.  "glued" is ``-pVALUE`` only: ``mysql -p dbname``
 # prompts for the password and names a database.
-_GLUED, _ANY = 1, 2
+# "pairs" is a cookie list (``curl -b 'sid=…; theme=dark'``): its values are
+# masked; a value without "=" names a cookie file.
+_GLUED, _ANY, _PAIRS = 1, 2, 3
 _MYSQL_LIKE = (
     "mysql mysqldump mysqladmin mysqlimport mysqlcheck mysqlshow mysqlpump mysqlbinlog "
     "mysqlsh mariadb mariadb-dump mariadbdump mariadb-admin mariadbadmin"
+)
+_MONGO = (
+    "mongo mongosh mongodump mongorestore mongoexport mongoimport mongostat mongotop mongofiles"
 )
 _CLI_PASSWORDS: dict[str, dict[str, int]] = {
     **{name: {"p": _GLUED} for name in _MYSQL_LIKE.split()},
     "sshpass": {"p": _ANY},
     "redis-cli": {"a": _ANY},
-    "curl": {"u": _ANY, "-user": _ANY},  # user:password
+    "curl": {"u": _ANY, "-user": _ANY, "b": _PAIRS, "-cookie": _PAIRS},  # user:password
+    **{name: {"p": _ANY} for name in _MONGO.split()},
+    "docker login": {"p": _ANY},
+    "podman login": {"p": _ANY},
 }
 # Every command name above contains one of these.
-_CLI_NAMES = ("mysql", "mariadb", "sshpass", "redis-cli", "curl")
+_CLI_NAMES = ("mysql", "mariadb", "sshpass", "redis-cli", "curl", "mongo", "login")
 
 
 def cli_password(m: re.Match[str], text: str) -> Span | None:
@@ -164,27 +177,93 @@ def cli_password(m: re.Match[str], text: str) -> Span | None:
     # "ls -a") belong to other commands, and this is much cheaper.
     if not any(text.find(name, line, start) >= 0 for name in _CLI_NAMES):
         return None
-    command = None
-    for found in _CLI_COMMAND.finditer(text[line:start]):
-        command = found.group(1)
+    command = _command_before(text, line, start)
     if command is None:
         return None
-    how = _CLI_PASSWORDS[command].get(m.group("flag"))
+    flag = m.group("flag")
+    how = _CLI_PASSWORDS[command].get(flag)
     sep = m.group("sep")
     if (
         how is None
         or (sep is not None and how == _GLUED)
-        or (sep == "=" and m.group("flag") != "-user")
+        or (sep == "=" and flag not in ("-user", "-cookie"))
     ):
         return None
     s, e = m.span("val")
     if text[s] in "'\"":
         s, e = s + 1, e - 1
-    if m.group("flag") in ("u", "-user"):
+    elif sep and text[s] == "-":
+        return None  # another option: the command prompts (mongosh -p --quiet)
+    if flag in ("u", "-user"):
         colon = text.find(":", s, e)
         if colon < 0:
             return None  # no password: curl asks for it
         s = colon + 1
+    elif how == _PAIRS:
+        pairs = text[s:e]
+        equals = pairs.find("=")
+        if equals < 0:
+            return None  # a cookie file
+        values = [p.partition("=")[2].strip() for p in pairs.split(";")]
+        if all(not v or (wordlike(v) and not secretish(v)) for v in values):
+            return None  # preferences (theme=dark), as in a Cookie: header
+        s += equals + 1
     if e <= s or is_placeholder(text[s:e], allow_paths=False):
         return None
     return (s, e, "cli-password")
+
+
+# The last command found before the previous option looked at: (text, where
+# that look ended, the command's position, the command).  The options of one
+# long line are judged left to right, so each look reads only the text after
+# the previous one ("mysql -pa -pa -pa ..." stays linear).
+_LAST_COMMAND: tuple[str, int, int, str | None] = ("", -1, -1, None)
+
+
+def _command_before(text: str, line: int, start: int) -> str | None:
+    """The last known command name in ``text[line:start]``."""
+    global _LAST_COMMAND
+    known, known_end, at, command = _LAST_COMMAND
+    if known is text and line <= known_end <= start:
+        # The last command up to known_end; none after ``line`` if it is before.
+        begin = max(line, known_end - 32)  # a name the previous end may have cut
+        if at < line:
+            at, command = -1, None
+    else:
+        begin, at, command = line, -1, None
+    for found in _CLI_COMMAND.finditer(text, begin, start):
+        at, command = found.start(1), " ".join(found.group(1).split())  # "docker  login"
+    _LAST_COMMAND = (text, start, at, command)
+    return command
+
+
+def literal(name: str) -> Check:
+    """A check that masks the row's ``secret`` group as ``name``, unless it
+    is a placeholder or a reference (``$PW``, ``<password>``, ``****``)."""
+
+    def check(m: re.Match[str], text: str) -> Span | None:
+        s, e = m.span("secret")
+        if e <= s or is_placeholder(text[s:e], allow_paths=False):
+            return None
+        return (s, e, name)
+
+    return check
+
+
+def netrc(m: re.Match[str], text: str) -> Span | None:
+    """``machine HOST login USER password VALUE`` (``.netrc``, also split over
+    lines): the value of a ``password`` token in a netrc entry.  Prose
+    ("the password field") has no entry before it.  The entry is looked for
+    in a bounded window before the match, from the last "machine" or
+    "default" in it, so that a text of repeated keywords stays linear."""
+    start = m.start()
+    lo = max(0, start - _NETRC_LOOKBACK)
+    begin = max(text.rfind("machine", lo, start), text.rfind("default", lo, start))
+    if begin < 0 or (begin > 0 and not text[begin - 1].isspace()):
+        return None
+    if _NETRC_ENTRY.fullmatch(text, begin, start) is None:
+        return None
+    s, e = m.span("secret")
+    if is_placeholder(text[s:e], allow_paths=False):
+        return None
+    return (s, e, "netrc-password")

@@ -215,15 +215,40 @@ DETECTORS: tuple[Detector, ...] = (
         lower=True,
         check=checks.cookie,
     ),
+    # openssl's -pass, -passin and -passout pass:VALUE (env:, file:, fd: and
+    # stdin say where the password is instead).
+    Detector(
+        "openssl-pass",
+        r"-pass(?<![^\s'\"]-pass)(?:in|out)?[ \t]+[\"']?pass:(?P<secret>[^\s'\"`|;&<>]{1,512})",
+        needles=("pass:",),
+        check=checks.literal("openssl-pass"),
+    ),
+    # keytool's -storepass and -keypass VALUE, also -srcstorepass, -destkeypass
+    # (-storepass:env NAME and -storepass:file PATH are references).
+    Detector(
+        "keytool-pass",
+        r"-(?<![^\s'\"]-)(?:src|dest)?(?:store|key)pass(?![\w:])[ \t]+[\"']?"
+        r"(?P<secret>[^\s'\"`|;&<>]{1,512})",
+        needles=("storepass", "keypass"),
+        check=checks.literal("keytool-pass"),
+    ),
+    # .netrc entries: machine HOST login USER password VALUE.
+    Detector(
+        "netrc-password",
+        r"password(?<![\w.-]password)[ \t]+(?P<secret>[^\s]{1,512})",
+        needles=("password",),
+        check=checks.netrc,
+    ),
     # Passwords given to a command's short option: mysql -pX, sshpass -p X,
-    # redis-cli -a X, curl -u user:X.  The option must follow a blank or a
+    # redis-cli -a X, mongosh -p X, docker login -p X, curl -u user:X, and
+    # curl -b 'sid=X' (cookies).  The option must follow a blank or a
     # quote (a leading blank instead of the look-behind made the scan three
     # times slower: blanks are everywhere in code).
     Detector(
         "cli-password",
-        r"-(?<![^\s'\"]-)(?P<flag>-user|[pua])(?P<sep>=|[ \t]+)?"
+        r"-(?<![^\s'\"]-)(?P<flag>-user|-cookie|[puab])(?P<sep>=|[ \t]+)?"
         r"(?P<val>'[^'\n]{1,512}'|\"[^\"\n]{1,512}\"|[^\s'\"`|;&<>]{1,512})",
-        needles=("-p", "-u", "-a"),
+        needles=("-p", "-u", "-a", "-b", "-cookie"),
         check=checks.cli_password,
     ),
     # key = value, key: value, "key": "value", key => value, key := value
