@@ -223,9 +223,9 @@ def _rev_list(
     over 100,000 commits, where git answers in 5 ms."""
     import subprocess
 
-    revs = (
-        "".join(f"{oid}\n" for oid in include) + "--not\n" + "".join(f"{oid}\n" for oid in exclude)
-    )
+    # ``^OID``, not ``--not``: git before 2.42 refuses options on --stdin
+    # ("options not supported in --stdin mode"), and the walker took over unseen
+    revs = "".join(f"{oid}\n" for oid in include) + "".join(f"^{oid}\n" for oid in exclude)
     try:
         proc = subprocess.run(
             ["git", "--git-dir", str(location.git_dir), "rev-list", "--stdin"],
