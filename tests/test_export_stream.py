@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+import pygit2
+import pytest
 from conftest import git, init_repo, scratch_repo
 from test_verify import rewrite_payload_store
 
@@ -64,7 +66,13 @@ def forked_store(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
     return repo, {"secret": secret.id, "forged": forged.id}
 
 
-def test_export_events_are_the_events_read_whole(tmp_path: Path) -> None:
+@pytest.mark.parametrize("chunk", [2, 1 << 16])
+def test_export_events_are_the_events_read_whole(
+    tmp_path: Path, chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gitmem.memory import exporting
+
+    monkeypatch.setattr(exporting, "_CHUNK", chunk)  # ids gathered in arrays of 2, or of all
     repo, ids = forked_store(tmp_path)
     with Memory.open(repo) as mem:
         for branch in (None, "main", "feature", "fresh", "nothing-here"):
@@ -80,6 +88,49 @@ def test_export_events_are_the_events_read_whole(tmp_path: Path) -> None:
         main_only = list(export_events(mem, "main"))
     # main's bundle carries feature's redaction of its secret
     assert any(e.type == "redaction" and e.field("target") == ids["secret"] for e in main_only)
+
+
+def test_a_store_listed_or_not_exports_the_same(tmp_path: Path) -> None:
+    """The store's listing gives each event's payload where it can; where it
+    cannot (an entry of another shape, an unreadable directory), lookups by
+    path do: the same events either way."""
+    import zlib
+
+    from test_verify import loose_object, overwrite, payload_commit
+
+    repo, ids = forked_store(tmp_path)
+    secret = ids["secret"]
+    with Memory.open(repo) as mem:
+        some = next(e for e in mem.events(all_branches=True) if e.type == "decision")
+    wrong_place = "zz/" + some.id if some.id[:2] != "zz" else "yy/" + some.id
+    rewrite_payload_store(repo, {f"p/{wrong_place}": canonical.encode({"text": "elsewhere"})})
+    with Memory.open(repo) as mem:
+        assert list(export_events(mem)) == held_in_memory(mem, None)
+    rewrite_payload_store(repo, {f"p/{secret[:2]}/short": b"{}"})
+    with Memory.open(repo) as mem:
+        assert list(export_events(mem)) == held_in_memory(mem, None)
+    pg = pygit2.Repository(str(repo))
+    directory = payload_commit(pg).tree["p"][some.id[:2]]
+    overwrite(loose_object(repo, str(directory.id)), zlib.compress(b"tree 5\x00junk!"))
+    with Memory.open(repo) as mem:
+        streamed = list(export_events(mem))
+        assert streamed == held_in_memory(mem, None)
+    assert next(e for e in streamed if e.id == some.id).problem
+
+
+def test_an_event_time_beyond_64_bits_stops_the_export_before_it_writes(tmp_path: Path) -> None:
+    from test_verify import rewrite_envelope
+
+    from gitmem.errors import FormatError
+
+    repo, ids = forked_store(tmp_path)
+    rewrite_envelope(
+        repo, layout.branch_ref("main"), ids["forged"], lambda e: e.update(time=1 << 64)
+    )
+    out = tmp_path / "bundle.json"
+    with pytest.raises(FormatError, match="beyond 64 bits"):
+        admin.export(repo, output=out)
+    assert not out.exists()
 
 
 def test_streamed_bundle_and_parquet_are_what_the_events_give(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gitmem.errors import FormatError, GitError
 from gitmem.memory.event import Event
 from gitmem.records import canonical, layout
 from gitmem.storage.eventchain import check_format
@@ -43,16 +44,29 @@ class ExportEvents:
     commits: list[str]
     refs: list[str]  # per commit: the ref it was met on
     redacted: frozenset[str]
+    # per event in order: its payload's blob (raw id), found when the store
+    # was listed; ``found``: 1 found, 0 absent, -1 not listed (looked up)
+    payloads: NDArray[np.uint8]
+    found: NDArray[np.int8]
 
     def __len__(self) -> int:
         return len(self.commit_of)
 
     def __iter__(self) -> Iterator[Event]:
         backend, ledger = self.memory.backend, self.memory.ledger
-        for raw, index in zip(self.blobs, self.commit_of.tolist(), strict=True):
+        rows = zip(
+            self.blobs, self.commit_of.tolist(), self.payloads, self.found.tolist(), strict=True
+        )
+        for raw, index, payload, found in rows:
             envelope = canonical.decode(backend.read_blob(raw.tobytes().hex()))
             hidden = envelope["id"] in self.redacted
-            body, problem = (None, None) if hidden else ledger.checked_body(self.tree, envelope)
+            if hidden:
+                body, problem = None, None
+            elif found < 0:
+                body, problem = ledger.checked_body(self.tree, envelope)
+            else:
+                blob = payload.tobytes().hex() if found else None
+                body, problem = ledger.checked_body(self.tree, envelope, blob, known=True)
             yield Event(envelope, body, self.refs[index], self.commits[index], hidden, problem)
 
 
@@ -72,8 +86,7 @@ def export_events(memory: Memory, branch: str | None = None) -> ExportEvents:
     tips = memory.ledger.memory_refs()
     rows = _walk(memory, tips)
     tree = memory.ledger.payload_tree()
-    ids = np.array(rows.ids, dtype=bytes)
-    rows.ids.clear()
+    ids = rows.all_ids()
     # an event met in several commits is the one met first
     first = np.unique(ids, return_index=True)[1]
     first.sort()
@@ -95,12 +108,86 @@ def export_events(memory: Memory, branch: str | None = None) -> ExportEvents:
             if out and target in hidden
         ]
         keep = np.union1d(keep, np.asarray(extra, dtype=np.int64))
-    times = np.asarray(rows.times, dtype=np.int64)
+    times = np.frombuffer(rows.times, dtype=np.int64)
     order = keep[np.lexsort((ids[keep], times[keep]))]
     blobs = np.frombuffer(rows.blobs, dtype=np.uint8).reshape(-1, rows.width or 1)
+    payloads, found = _payloads(memory, tree, ids[order], rows.width or 1)
     return ExportEvents(
-        memory, tree, blobs[order], commit_of[order], rows.commits, rows.refs, frozenset(redacted)
+        memory,
+        tree,
+        blobs[order],
+        commit_of[order],
+        rows.commits,
+        rows.refs,
+        frozenset(redacted),
+        payloads,
+        found,
     )
+
+
+def _payloads(
+    memory: Memory, tree: str | None, ids: NDArray[np.bytes_], width: int
+) -> tuple[NDArray[np.uint8], NDArray[np.int8]]:
+    """Per id: its payload's blob in store tree ``tree`` and whether it has
+    one (1) or not (0), from one listing of the store: each fan-out
+    directory is read once (a lookup per event reads one of ~3,900 entries
+    each time). -1 where the listing cannot say: the store has entries of
+    other shapes, or the id is not 32 ASCII characters."""
+    import numpy as np
+
+    unknown = (np.zeros((len(ids), width), dtype=np.uint8), np.full(len(ids), -1, dtype=np.int8))
+    try:
+        listed = _listing(memory, tree, width) if tree is not None else None
+    except GitError:  # an unreadable directory: each lookup reports its own payload
+        listed = None
+    if listed is None or not len(ids):
+        return unknown
+    names, oids = listed
+    at = np.searchsorted(names, ids)
+    hit = at < len(names)
+    hit[hit] = names[at[hit]] == ids[hit]
+    found = hit.astype(np.int8)
+    plain = np.char.str_len(ids) == 32
+    plain &= (np.frombuffer(ids.tobytes(), dtype=np.uint8) < 128).reshape(len(ids), -1).all(axis=1)
+    found[~plain] = -1
+    payloads = np.zeros((len(ids), width), dtype=np.uint8)
+    payloads[hit] = oids[at[hit]]
+    return payloads, found
+
+
+def _listing(
+    memory: Memory, tree: str, width: int
+) -> tuple[NDArray[np.bytes_], NDArray[np.uint8]] | None:
+    """(every payload's event id, sorted; its blob) in store tree ``tree``,
+    or None when a fan-out directory holds anything but payload files."""
+    import numpy as np
+
+    from gitmem.storage.payloads import flat_directory
+
+    backend = memory.backend
+    names: list[NDArray[np.bytes_]] = []
+    oids: list[NDArray[np.uint8]] = []
+    root = backend.read_path(tree, "p")
+    for fan in backend.read_tree(root) if root is not None else []:
+        if fan.mode != layout.MODE_TREE or len(fan.name) != 2 or not fan.name.isascii():
+            continue  # no lookup by path (p/<first two characters>/<id>) goes there
+        flat = flat_directory(backend.read_tree_bytes(fan.oid), width)
+        if flat is None:
+            return None
+        rows = np.frombuffer(flat.data, dtype=np.uint8).reshape(flat.count, flat.size)
+        named = np.ascontiguousarray(rows[:, flat.NAME_AT : flat.OID_AT - 1]).view("S32").ravel()
+        # only the entries a lookup by path finds there
+        prefix = np.frombuffer(fan.name.encode(), dtype=np.uint8)
+        here = rows[:, flat.NAME_AT : flat.NAME_AT + 2] == prefix
+        keep = here.all(axis=1)
+        names.append(named[keep])
+        oids.append(rows[keep, flat.OID_AT :])
+    if not names:
+        return np.array([], dtype="S32"), np.zeros((0, width), dtype=np.uint8)
+    every = np.concatenate(names)
+    if len(every) > 1 and not (every[1:] > every[:-1]).all():
+        return None  # not sorted and distinct: lookups by path decide
+    return every, np.concatenate(oids)
 
 
 def _among(names: set[str], pool: NDArray[np.bytes_]) -> set[str]:
@@ -144,8 +231,9 @@ class _Rows:
     """Pass one's findings: one row per event met (an event in several
     commits is met once per commit), in the order met."""
 
-    times: list[int]
-    ids: list[bytes]
+    times: array[int]  # 64-bit, as the index keeps them
+    ids: list[bytes]  # the ids met since the last chunk
+    id_chunks: list[NDArray[np.bytes_]]  # the others, in arrays (a bytes object each is 65 bytes)
     redactions: list[int]  # the rows of redaction events
     blobs: bytearray
     width: int
@@ -158,12 +246,37 @@ class _Rows:
     def count(self) -> int:
         return len(self.times)
 
+    def add(self, time: int, eid: str) -> None:
+        self.times.append(time)
+        self.ids.append(eid.encode())
+        if len(self.ids) == _CHUNK:
+            self._chunk()
+
+    def all_ids(self) -> NDArray[np.bytes_]:
+        """Every row's id (UTF-8), in one array."""
+        import numpy as np
+
+        self._chunk()
+        if not self.id_chunks:
+            return np.array([], dtype="S32")
+        return np.concatenate(self.id_chunks)
+
+    def _chunk(self) -> None:
+        import numpy as np
+
+        if self.ids:
+            self.id_chunks.append(np.array(self.ids, dtype=bytes))
+            self.ids = []
+
+
+_CHUNK = 1 << 16
+
 
 def _walk(memory: Memory, tips: dict[str, str]) -> _Rows:
     """Walk every chain once, refs in order, each commit at the first ref
     that reaches it, newest first (``ChainReader.envelopes``' order)."""
     ledger, backend = memory.ledger, memory.backend
-    rows = _Rows([], [], [], bytearray(), 0, array("i"), [], {}, [])
+    rows = _Rows(array("q"), [], [], [], bytearray(), 0, array("i"), [], {}, [])
     seen: set[str] = set()
     for ref, tip in tips.items():
         if tip in seen:
@@ -191,8 +304,13 @@ def _walk(memory: Memory, tips: dict[str, str]) -> _Rows:
                     rows.width = len(raw)
                 if envelope.get("type") == "redaction":
                     rows.redactions.append(rows.count)
-                rows.times.append(int(envelope["time"]))
-                rows.ids.append(eid.encode())
+                time = int(envelope["time"])
+                if not -(1 << 63) <= time < 1 << 63:
+                    raise FormatError(
+                        f"event {eid} in memory commit {oid} has a time beyond 64 bits",
+                        "git edda verify reports what else is wrong with it",
+                    )
+                rows.add(time, eid)
                 rows.blobs += raw
                 rows.commit_of.append(index)
     return rows

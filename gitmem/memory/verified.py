@@ -38,6 +38,7 @@ from gitmem.sidecar.generations import prepare_root, sidecar_root
 from gitmem.sidecar.manifest import checksum
 from gitmem.storage.files import write_atomic
 from gitmem.storage.locate import RepoLocation
+from gitmem.storage.payloads import FlatDirectory, flat_directory
 
 if TYPE_CHECKING:
     from gitmem.memory.api import Memory
@@ -278,26 +279,19 @@ def _gained(backend: Any, old: str, new: str, ids: list[str]) -> list[tuple[str,
 
     if not ids:
         return None
-    data: bytes = backend.read_tree_bytes(new)
     width = len(new) // 2  # bytes of an object id: SHA-1 or SHA-256
-    name_at = len(_BLOB_ENTRY)
-    oid_at = name_at + _NAME + 1
-    size = oid_at + width  # every entry: a file named by a 32-digit id
-    count, rest = divmod(len(data), size)
-    if rest or not _uniform(data, size, count):
+    flat = flat_directory(backend.read_tree_bytes(new), width)
+    if flat is None:
         return None  # entries of other shapes: git's comparison instead
-
-    def name(at: int) -> bytes:
-        return data[at * size + name_at : at * size + oid_at - 1]
-
+    data, size, count = flat.data, flat.size, flat.count
     found = []
     for wanted in sorted({e.encode() for e in ids}):
-        at = _entry(data, _BLOB_ENTRY + wanted + b"\0", size)
+        at = _entry(flat, wanted)
         if at is None:
             continue
         # in order among its neighbours: the directory stays sorted and its
         # names distinct (what it had before was, when it was verified)
-        if (at and name(at - 1) >= wanted) or (at + 1 < count and name(at + 1) <= wanted):
+        if (at and flat.name(at - 1) >= wanted) or (at + 1 < count and flat.name(at + 1) <= wanted):
             return None
         found.append(at)
     found.sort()
@@ -310,35 +304,18 @@ def _gained(backend: Any, old: str, new: str, ids: list[str]) -> list[tuple[str,
     algorithm = hashlib.sha1 if width == 20 else hashlib.sha256
     if algorithm(b"tree %d\0" % len(left) + left).hexdigest() != old:
         return None
-    return [(name(at).decode(), data[at * size + oid_at : (at + 1) * size].hex()) for at in found]
+    return [(flat.name(at).decode(), flat.oid(at)) for at in found]
 
 
-def _entry(data: bytes, head: bytes, size: int) -> int | None:
-    """The index of the entry of ``data`` (entries of ``size`` bytes) that
-    starts with ``head``, or None."""
-    start = data.find(head)
+def _entry(flat: FlatDirectory, name: bytes) -> int | None:
+    """The index of the entry named ``name`` in a flat directory, or None."""
+    head = flat.data[: flat.NAME_AT] + name + b"\0"
+    start = flat.data.find(head)
     while start >= 0:
-        if start % size == 0:
-            return start // size
-        start = data.find(head, start + 1)
+        if start % flat.size == 0:
+            return int(start // flat.size)
+        start = flat.data.find(head, start + 1)
     return None
-
-
-_BLOB_ENTRY = b"100644 "  # a file entry's mode as git writes it (layout.MODE_BLOB)
-_NAME = 32  # characters of an event id
-
-
-def _uniform(data: bytes, size: int, count: int) -> bool:
-    """Whether ``data`` is ``count`` entries of ``size`` bytes, each a file
-    whose name is 32 bytes long: checked a column at a time (a slice with a
-    step is one copy in C), not an entry at a time."""
-    for column, byte in enumerate(_BLOB_ENTRY):
-        if data[column::size] != bytes((byte,)) * count:
-            return False
-    name_at = len(_BLOB_ENTRY)
-    if data[name_at + _NAME :: size] != bytes(count):  # the NUL that ends each name
-        return False
-    return not any(0 in data[column::size] for column in range(name_at, name_at + _NAME))
 
 
 def payload_ref_tip(memory: Memory) -> str | None:

@@ -179,6 +179,8 @@ class Libgit2Backend:
                 return str(root[path].id)
             except KeyError:
                 return None
+            except self._pg.GitError as exc:  # a directory on the way is unreadable
+                raise GitError(f"{path} in tree {tree} is unreadable: {exc}") from exc
         return str(found.id)
 
     def has_object(self, oid: str) -> bool:
