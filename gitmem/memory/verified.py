@@ -5,7 +5,10 @@ A verification that found no problem records, in the ``verify`` sidecar
 tip it checked, the 64-bit keys of every event id it checked (``ids.u64``,
 sorted) and every redaction target. ``verify --incremental`` then checks
 only the commits added since those tips and the payload-store entries that
-changed since that store, exactly as a full verification checks them.
+changed since that store, exactly as a full verification checks them. A
+payload directory that only gained the new events' payloads is recognised
+from its new version alone (:func:`_gained`): new events cost reading the
+directories their payloads went to, not those directories' old versions too.
 
 It falls back to a full verification whenever what it would have to
 re-check is not new: no record (or a damaged one, or one of another
