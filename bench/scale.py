@@ -444,20 +444,30 @@ def _verify_export(runner: Runner, a: Path, work: Path, row: Any, skip: set[str]
     if "verify" not in skip:
         seconds, _rss, _ = runner.edda(a, "verify")
         row("`git edda verify` (full)", f"{seconds:.0f} s")
-        runner.python(APPEND, str(a), "100", str(START_US + 369 * 86400 * 10**6),
-                      str(Path(__file__).resolve().parent), cwd=a)  # fmt: skip
-        seconds = runner.edda(a, "verify", "--incremental")[0]
+        runs = []
+        for n in range(3):  # 100 new events each time, the middle run reported
+            start = START_US + 369 * 86400 * 10**6 + n * 10**6
+            runner.python(APPEND, str(a), "100", str(start), str(Path(__file__).resolve().parent),
+                          cwd=a)  # fmt: skip
+            runs.append(runner.edda(a, "verify", "--incremental")[0] * 1000)
         row("`git edda verify --incremental` after 100 new events (since the last verified tips)",
-            f"**{seconds * 1000:,.0f} ms**", "≤ 1 s")  # fmt: skip
-        seconds = runner.edda(a, "verify", "--incremental")[0]
+            f"**{_pct(runs, 0.5):,.0f} ms** (of {', '.join(f'{r:,.0f}' for r in runs)})",
+            "≤ 1 s")  # fmt: skip
+        runs = [runner.edda(a, "verify", "--incremental")[0] * 1000 for _ in range(3)]
         row(
-            "`git edda verify --incremental` with nothing new", f"{seconds * 1000:,.0f} ms", "≤ 1 s"
+            "`git edda verify --incremental` with nothing new",
+            f"{_pct(runs, 0.5):,.0f} ms (of {', '.join(f'{r:,.0f}' for r in runs)})",
+            "≤ 1 s",
         )
     if "export" not in skip:
         for fmt, name in (("json", "bundle.json"), ("parquet", "events.parquet")):
             out = work / name
-            seconds, _rss, _ = runner.edda(a, "export", "--format", fmt, "--output", str(out))
-            row(f"`git edda export --format {fmt}`", f"{seconds:.0f} s, {_mb(_du(out))}")
+            seconds, rss, _ = runner.edda(a, "export", "--format", fmt, "--output", str(out))
+            row(
+                f"`git edda export --format {fmt}` (time, peak RSS, output)",
+                f"{seconds:.0f} s, **{rss:,.0f} MB**, {_mb(_du(out))}",
+                "memory bounded",
+            )
             out.unlink()
 
 

@@ -10,7 +10,7 @@ from conftest import make_repo
 
 from gitmem.memory.api import Memory
 from gitmem.storage.backends.gitcli import GitCliBackend
-from gitmem.storage.backends.libgit2 import Libgit2Backend
+from gitmem.storage.backends.libgit2 import Libgit2Backend, _rev_list
 
 
 def test_every_way_gives_the_same_commits(tmp_path: Path) -> None:
@@ -26,7 +26,11 @@ def test_every_way_gives_the_same_commits(tmp_path: Path) -> None:
     try:
         include, exclude = sorted(new.values()), sorted(old.values())
         assert len(exclude) > 1  # the path that runs git rev-list
+        # git answers (None would be the walker taking over, silently slow)
+        asked = _rev_list(location, include, exclude)
+        assert asked is not None and len(asked) == 6
         fast = set(libgit2.commits_between(include, exclude))
+        assert fast == set(asked)
         assert fast == set(gitcli.commits_between(include, exclude))
         assert len(fast) == 6  # two new commits per chain
         # one hidden tip at a time: libgit2's own walker, the same commits

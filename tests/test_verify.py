@@ -584,12 +584,202 @@ def test_cli_verify_incremental(chain_repo: Path) -> None:
     st.lists(st.integers(0, 2**64 - 1), max_size=20),
 )
 def test_merged_ids_are_the_sorted_union(old: list[int], new: list[int]) -> None:
-    import numpy as np
+    from array import array
 
     from gitmem.memory import verified
 
-    a = np.unique(np.asarray(old, dtype=np.uint64))
-    b = np.unique(np.asarray(new, dtype=np.uint64))
-    got = verified.merged(a, b)
-    assert got.dtype == np.uint64
+    a = array("Q", sorted(set(old)))
+    got = verified.merged(a, array("Q", sorted(set(new))))
+    assert got.typecode == "Q"
     assert got.tolist() == sorted(set(old) | set(new))
+    assert verified.keys([f"{k:016x}" + "0" * 16 for k in new]).tolist() == sorted(set(new))
+
+
+# incremental, at a size where new payloads land in directories that exist -------------------
+# A store of 1,500 events fills nearly all 256 fan-out directories, so new events' payloads
+# go into directories that only gained them: the path that reads the new directory alone.
+
+
+@pytest.fixture(scope="module")
+def crowded_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from conftest import pack_objects, scratch_repo
+
+    from gitmem.capture.sealer import Draft
+
+    repo = scratch_repo(tmp_path_factory.mktemp("crowded") / "repo")
+    with Memory.open(repo) as mem:
+        mem.append_many(
+            [Draft("note", {"text": f"old note {i}"}, branch="main") for i in range(1500)]
+        )
+        assert mem.verify().ok
+    return pack_objects(repo)
+
+
+@pytest.fixture
+def crowded(crowded_base: Path, tmp_path: Path) -> tuple[Path, list[str]]:
+    """A verified copy of the crowded store with 20 new notes: (repo, the new
+    ids whose payload went into a directory that held payloads before)."""
+    import shutil
+
+    from gitmem.capture.sealer import Draft
+
+    repo = tmp_path / "repo"
+    shutil.copytree(crowded_base, repo, symlinks=True)
+    pg = pygit2.Repository(str(repo))
+    before = {e.name for e in payload_commit(pg).tree["p"]}
+    with Memory.open(repo) as mem:
+        new = mem.append_many(
+            [Draft("note", {"text": f"new note {i}"}, branch="main") for i in range(20)]
+        )
+    shared = [e.id for e in new if e.id[:2] in before]
+    assert len(shared) >= 10
+    return repo, shared
+
+
+def fanout(repo: Path, commit: str | pygit2.Oid, name: str) -> str:
+    pg = pygit2.Repository(str(repo))
+    return str(pg[commit].tree["p"][name].id)
+
+
+def test_a_directory_that_only_gained_payloads_is_read_on_its_new_side(
+    crowded: tuple[Path, list[str]],
+) -> None:
+    """Each such directory's new entries, proved without reading its old
+    version, are exactly what git's comparison of the two finds."""
+    from gitmem.memory import verified
+
+    repo, shared = crowded
+    with Memory.open(repo) as mem:
+        record = verified.read(mem.location)
+        assert record is not None and record.payloads is not None
+        tip = mem.backend.read_ref(layout.PAYLOAD_REF)
+        assert tip is not None
+        for name in sorted({eid[:2] for eid in shared}):
+            old, new = fanout(repo, record.payloads, name), fanout(repo, tip, name)
+            ids = [eid for eid in shared if eid[:2] == name]
+            gained = verified._gained(mem.backend, old, new, ids)
+            expected = [(c.path, c.new) for c in mem.backend.diff_trees(old, new)]
+            assert gained is not None and sorted(gained) == sorted(expected)
+            assert {eid for eid, _ in gained} == set(ids)
+            # a directory that gained anything else is left to git's comparison
+            assert verified._gained(mem.backend, old, new, ids[1:]) is None
+        report = mem.verify(incremental=True)
+        assert report.ok and report.mode == "incremental" and not report.warnings
+        assert (report.events, report.payloads) == (20, 20)
+
+
+def test_incremental_finds_a_forged_payload_of_a_new_event(
+    crowded: tuple[Path, list[str]],
+) -> None:
+    repo, shared = crowded
+    victim = shared[0]
+    rewrite_payload_store(repo, {layout.payload_path(victim): canonical.encode({"text": "x"})})
+    with Memory.open(repo) as mem:
+        report = mem.verify(incremental=True)
+    assert report.mode == "incremental"
+    assert {p.event for p in report.problems} == {victim}
+    assert "payload.digest" in {p.field for p in report.problems}
+
+
+def test_incremental_finds_a_missing_payload_of_a_new_event(
+    crowded: tuple[Path, list[str]],
+) -> None:
+    repo, shared = crowded
+    gone = shared[:3]
+    rewrite_payload_store(repo, {layout.payload_path(eid): None for eid in gone})
+    with Memory.open(repo) as mem:
+        report = mem.verify(incremental=True)
+    assert report.mode == "incremental"
+    assert {p.event for p in report.problems} == set(gone)
+    assert all("missing" in p.message for p in report.problems)
+
+
+def test_incremental_finds_a_forged_envelope_of_a_new_event(
+    crowded: tuple[Path, list[str]],
+) -> None:
+    repo, shared = crowded
+    victim = shared[0]
+    rewrite_envelope(repo, layout.branch_ref("main"), victim, lambda e: e.update(kind="forged"))
+    with Memory.open(repo) as mem:
+        report = mem.verify(incremental=True)
+    assert report.mode == "incremental" and report.commits == 1
+    assert victim in {p.event for p in report.problems}
+
+
+def test_incremental_warns_of_a_payload_without_an_event_beside_new_ones(
+    crowded: tuple[Path, list[str]],
+) -> None:
+    repo, shared = crowded
+    stray = shared[0][:2] + "f" * 30
+    rewrite_payload_store(repo, {layout.payload_path(stray): canonical.encode({"text": "stray"})})
+    with Memory.open(repo) as mem:
+        report = mem.verify(incremental=True)
+    assert report.ok and report.mode == "incremental"
+    assert [w.event for w in report.warnings] == [stray]
+
+
+def test_incremental_sees_an_old_payload_changed_beside_new_ones(
+    crowded: tuple[Path, list[str]],
+) -> None:
+    """An old event's payload forged in a directory that also gained a new
+    one: the directory is not old plus new, so it is compared whole, and the
+    change sends the verification back to everything."""
+    repo, shared = crowded
+    pg = pygit2.Repository(str(repo))
+    directory = payload_commit(pg).tree["p"][shared[0][:2]]
+    old = next(e.name for e in pg[directory.id] if e.name not in shared)
+    rewrite_payload_store(repo, {layout.payload_path(old): canonical.encode({"text": "forged"})})
+    with Memory.open(repo) as mem:
+        report = mem.verify(incremental=True)
+    assert report.mode == "full" and "changed" in report.fallback
+    assert {p.event for p in report.problems} == {old}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_incremental_reports_a_new_directory_whose_bytes_do_not_match_its_id(
+    crowded: tuple[Path, list[str]], backend: str
+) -> None:
+    """The new directory read as bytes is hash-checked like any object: one
+    whose bytes were swapped on disk is reported, not trusted."""
+    from gitmem.memory import verified
+
+    repo, shared = crowded
+    name = shared[0][:2]
+    pg = pygit2.Repository(str(repo))
+    tip = pg.references[layout.PAYLOAD_REF].target
+    new = fanout(repo, tip, name)
+    with Memory.open(repo) as mem:
+        record = verified.read(mem.location)
+        assert record is not None and record.payloads is not None
+    old_bytes = pg.odb.read(fanout(repo, record.payloads, name))[1]
+    overwrite(loose_object(repo, new), zlib.compress(b"tree %d\x00" % len(old_bytes) + old_bytes))
+    with Memory.open(repo, backend=backend) as mem:
+        report = mem.verify(incremental=True)
+    assert not report.ok
+    assert any("payload store unreadable" in p.message for p in report.problems)
+
+
+def test_a_directory_out_of_order_is_left_to_git(crowded: tuple[Path, list[str]]) -> None:
+    """New entries must fall in order among their neighbours, and every
+    entry must be a payload file: else git's comparison decides."""
+    from gitmem.memory import verified
+
+    repo, shared = crowded
+    pg = pygit2.Repository(str(repo))
+    with Memory.open(repo) as mem:
+        record = verified.read(mem.location)
+        assert record is not None and record.payloads is not None
+        name = shared[0][:2]
+        old_id = fanout(repo, record.payloads, name)
+        new = pg.odb.read(fanout(repo, pg.references[layout.PAYLOAD_REF].target, name))[1]
+        size = 7 + 32 + 1 + 20
+        entries = [new[i : i + size] for i in range(0, len(new), size)]
+        added = next(e for e in entries if e[7:39] == shared[0].encode())
+        moved = [e for e in entries if e != added]
+        at = 0 if moved[0] > added else len(moved)  # a place where it is out of order
+        unsorted = b"".join([*moved[:at], added, *moved[at:]])
+        odd = str(pg.odb.write(pygit2.enums.ObjectType.TREE, unsorted))
+        assert verified._gained(mem.backend, old_id, odd, [shared[0]]) is None
+        executable = new.replace(b"100644 " + shared[0].encode(), b"100755 " + shared[0].encode())
+        odd = str(pg.odb.write(pygit2.enums.ObjectType.TREE, executable))
+        assert verified._gained(mem.backend, old_id, odd, [shared[0]]) is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -11,7 +12,7 @@ from gitmem.app.session import Repo, open_memory, open_writer
 from gitmem.errors import GitmemError, UsageError
 from gitmem.githooks.install import HookReport
 from gitmem.memory.api import Memory
-from gitmem.memory.bundle import ImportResult
+from gitmem.memory.bundle import ImportResult, Sink
 from gitmem.memory.event import Event
 from gitmem.memory.purge import PurgeReport
 from gitmem.memory.report import Report
@@ -215,7 +216,8 @@ def flush(repo: Repo = None) -> FlushResult:
 
 @dataclass(frozen=True)
 class Exported:
-    """An export: how many events, and the file written (None: ``data`` holds it)."""
+    """An export: how many events, and the file written (None: the stream
+    given, or else ``data``, holds the bundle)."""
 
     events: int
     output: Path | None
@@ -228,25 +230,34 @@ def export(
     format: Literal["json", "parquet"] = "json",
     branch: str | None = None,
     output: Path | None = None,
+    stream: Sink | None = None,
 ) -> Exported:
     """Export memory (every branch unless ``branch``) as a JSON bundle or Parquet.
-    Parquet needs ``output``; JSON without it comes back in ``data``."""
-    from gitmem.memory.bundle import events_to_export, export_json
-    from gitmem.memory.parquet import export_parquet
+
+    The events are read and written one at a time (memory does not grow with
+    the store): to the file ``output``, else a JSON bundle to ``stream``, else
+    into ``data``. Parquet needs ``output``. Whatever reading the chains
+    raises is raised before anything is written.
+    """
+    from gitmem.memory.bundle import write_bundle
+    from gitmem.memory.exporting import export_events
+    from gitmem.memory.parquet import write_parquet
 
     if format == "parquet" and output is None:
         raise UsageError("--format parquet needs --output FILE")
     with open_memory(repo) as mem:
-        events = events_to_export(mem, branch)
-    if format == "parquet":
-        assert output is not None
-        export_parquet(events, output)
-        return Exported(len(events), output)
-    data = export_json(events)
-    if output is None:
-        return Exported(len(events), None, data)
-    output.write_bytes(data)
-    return Exported(len(events), output)
+        events = export_events(mem, branch)
+        if output is not None:
+            # An open file, not the path, for pyarrow too: given a path, it
+            # deletes it when the write fails, and the path is the user's.
+            with open(output, "wb") as handle:
+                write = write_parquet if format == "parquet" else write_bundle
+                return Exported(write(events, handle), output)
+        if stream is not None:
+            return Exported(write_bundle(events, stream), None)
+        buffer = io.BytesIO()
+        count = write_bundle(events, buffer)
+    return Exported(count, None, buffer.getvalue())
 
 
 def import_(

@@ -228,41 +228,59 @@ def export_(
             {"events": done.events, "output": str(output)},
             f"wrote {plural(done.events, 'event')} to {output}",
         )
-    done = admin.export(common.repo, format=format, branch=branch)
-    assert done.data is not None
-    if not _write_stdout(done.data):
+    sink = _Stdout()
+    try:
+        admin.export(common.repo, format=format, branch=branch, stream=sink)
+        sink.flush()
+    except _ReaderGone:
         # The reader stopped early (| head): quiet and non-zero, as git is.
+        _silence_stdout()
         return Output(None, "", ExitCode.ERROR)
     # Standard output holds the bundle and nothing else, so that it stays
     # valid JSON (a summary after it, as --json would print, breaks it).
     return Output(None)
 
 
-def _write_stdout(data: bytes) -> bool:
-    """Write all of ``data`` to standard output; False when the reader closed
-    the pipe, after which standard output is redirected to /dev/null so that
-    nothing later fails on it. Any other failure is a usage error."""
-    out = sys.stdout.buffer
-    view = memoryview(data)
-    try:
-        # A write into a pipe closed midway can return a short count instead
-        # of raising: the next write raises.
-        while view:
-            written = out.write(view)
-            if not written:
-                raise OSError(errno.EIO, "standard output accepted nothing")
-            view = view[written:]
-        out.flush()
-    except BrokenPipeError:
-        _silence_stdout()
-        return False
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise UsageError(
-            f"cannot write the bundle to standard output: {' '.join(reason.split())}",
-            "write it to a file with --output FILE",
-        ) from None
-    return True
+class _ReaderGone(Exception):
+    """Standard output's reader closed the pipe."""
+
+
+class _Stdout:
+    """Standard output for the bundle as it is written: a closed pipe
+    raises :class:`_ReaderGone`, any other failure a usage error."""
+
+    def write(self, data: bytes) -> int:
+        out = sys.stdout.buffer
+        view = memoryview(data)
+        try:
+            # A write into a pipe closed midway can return a short count
+            # instead of raising: the next write raises.
+            while view:
+                written = out.write(view)
+                if not written:
+                    raise OSError(errno.EIO, "standard output accepted nothing")
+                view = view[written:]
+        except BrokenPipeError:
+            raise _ReaderGone from None
+        except OSError as exc:
+            raise _unwritable(exc) from None
+        return len(data)
+
+    def flush(self) -> None:
+        try:
+            sys.stdout.buffer.flush()
+        except BrokenPipeError:
+            raise _ReaderGone from None
+        except OSError as exc:
+            raise _unwritable(exc) from None
+
+
+def _unwritable(exc: OSError) -> UsageError:
+    reason = exc.strerror or str(exc)
+    return UsageError(
+        f"cannot write the bundle to standard output: {' '.join(reason.split())}",
+        "write it to a file with --output FILE",
+    )
 
 
 def _silence_stdout() -> None:

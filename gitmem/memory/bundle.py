@@ -16,10 +16,11 @@ and importing a redaction removes the target's payload where it exists.
 
 from __future__ import annotations
 
+import io
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gitmem.errors import ConflictError, UsageError
 from gitmem.memory.event import Event
@@ -36,36 +37,42 @@ if TYPE_CHECKING:
 BUNDLE_FORMAT = "gitmem-bundle"
 BUNDLE_VERSION = 1
 STRATEGIES = ("skip", "overwrite", "error")
+_CHUNK = 1 << 20  # bytes of bundle per write
 
 
 def export_json(events: Sequence[Event]) -> bytes:
     """The bundle bytes for ``events`` (sorted here, whatever order they come in)."""
-    lines = [
-        canonical.encode({"body": e.body, "envelope": e.envelope, "redacted": e.redacted})
-        for e in sorted(events, key=lambda e: e.order_key)
-    ]
+    out = io.BytesIO()
+    write_bundle(sorted(events, key=lambda e: e.order_key), out)
+    return out.getvalue()
+
+
+class Sink(Protocol):
+    """Where a bundle is written: a binary file, standard output, a buffer."""
+
+    def write(self, data: bytes, /) -> object: ...
+
+
+def write_bundle(events: Iterable[Event], out: Sink) -> int:
+    """Write the bundle of ``events``, already in (time, id) order, to ``out``
+    as they come (so an export holds one event at a time, not the store);
+    returns how many. The bytes are :func:`export_json`'s."""
     head = canonical.encode({"format": BUNDLE_FORMAT, "version": BUNDLE_VERSION})[:-1]
-    return head + b',"events":[\n' + b",\n".join(lines) + (b"\n" if lines else b"") + b"]}\n"
-
-
-def events_to_export(memory: Memory, branch: str | None = None) -> list[Event]:
-    """Every event (or ``branch``'s own), plus, for a branch, the redaction
-    events of other branches that redact its events: a bundle carries the
-    redaction of every event it sends without a body, or import refuses it."""
-    from gitmem.memory.query import EventFilter
-
-    if branch is None:
-        return memory.events(all_branches=True)
-    events = memory.events(branch=branch, trunk="none")
-    redacted = {e.id for e in events if e.redacted}
-    if redacted:
-        have = {e.id for e in events}
-        events += [
-            e
-            for e in memory.events(EventFilter(types=["redaction"]), all_branches=True)
-            if e.field("target") in redacted and e.id not in have
-        ]
-    return events
+    chunk = [head + b',"events":[\n']
+    size = count = 0
+    for event in events:
+        line = canonical.encode(
+            {"body": event.body, "envelope": event.envelope, "redacted": event.redacted}
+        )
+        chunk.append(b",\n" + line if count else line)
+        count += 1
+        size += len(line)
+        if size >= _CHUNK:  # a write per MiB, not per event
+            out.write(b"".join(chunk))
+            chunk, size = [], 0
+    chunk.append((b"\n" if count else b"") + b"]}\n")
+    out.write(b"".join(chunk))
+    return count
 
 
 @dataclass

@@ -6,10 +6,10 @@ event's scope ids, tags and paths as first-class columns.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from gitmem.errors import DependencyError
 from gitmem.memory.describe import paths_of
@@ -164,15 +164,39 @@ def parquet_schema() -> Any:
 def export_parquet(events: Sequence[Event], path: Path) -> None:
     """Write events as a Parquet table (one row per event, in (time, id)
     order) with the fixed schema of :data:`PARQUET_COLUMNS`, for Arrow tools."""
-    pa = _pyarrow()
-    import pyarrow.parquet as pq
-
-    rows = sorted(events, key=lambda e: e.order_key)
-    schema = parquet_schema()
-    table = pa.Table.from_pydict(
-        {c.name: [c.value(e) for e in rows] for c in PARQUET_COLUMNS}, schema=schema
-    )
     # An open file, not the path: given a path, pyarrow deletes it when the
     # write fails, and the path is the user's (as root, even /dev/full).
     with open(path, "wb") as handle:
-        pq.write_table(table, handle)
+        write_parquet(sorted(events, key=lambda e: e.order_key), handle)
+
+
+ROWS_PER_GROUP = 20_000  # events held at once: each row group is written when full
+
+
+def write_parquet(events: Iterable[Event], handle: BinaryIO) -> int:
+    """Write ``events``, already in (time, id) order, to ``handle`` as
+    Parquet, a row group of :data:`ROWS_PER_GROUP` at a time (so an export
+    holds one group, not the store); returns how many."""
+    pa = _pyarrow()
+    import pyarrow.parquet as pq
+
+    schema = parquet_schema()
+    count = 0
+    with pq.ParquetWriter(handle, schema) as writer:
+        group: list[Event] = []
+        for event in events:
+            group.append(event)
+            if len(group) == ROWS_PER_GROUP:
+                writer.write_table(_table(pa, schema, group))
+                count += len(group)
+                group = []
+        if group or not count:  # an empty export still has its schema and one empty group
+            writer.write_table(_table(pa, schema, group))
+            count += len(group)
+    return count
+
+
+def _table(pa: Any, schema: Any, events: list[Event]) -> Any:
+    return pa.Table.from_pydict(
+        {c.name: [c.value(e) for e in events] for c in PARQUET_COLUMNS}, schema=schema
+    )

@@ -5,7 +5,7 @@ really gone, attachments matching their names, payloads no event claims.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from gitmem.memory.report import Problem, Report, error_text
@@ -67,6 +67,7 @@ def check_payloads(
     *,
     earlier: Callable[[str], bool] | None = None,
     targets: set[str] | frozenset[str] = frozenset(),
+    known: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """Check the payload of every event in ``envelopes`` (found at ``where``)
     against store tree ``tree``: present and matching its envelope, or, for
@@ -75,7 +76,9 @@ def check_payloads(
 
     An incremental verification passes the events it checks now as
     ``envelopes``, ``earlier`` (whether an id is among the events verified
-    before) and ``targets`` (the redaction targets verified before)."""
+    before), ``targets`` (the redaction targets verified before) and
+    ``known``: payload blobs already found in ``tree`` (event id -> blob),
+    which are not looked up again."""
     ledger = memory.ledger
     redactions: dict[str, str] = {}  # target -> redaction event
     for eid, env in envelopes.items():
@@ -102,7 +105,7 @@ def check_payloads(
             report.redacted += 1
             _check_gone(memory, tree, eid, ref, commit, report)
             continue
-        _check_payload(memory, tree, eid, env, ref, commit, report)
+        _check_payload(memory, tree, eid, env, ref, commit, report, (known or {}).get(eid))
     return redactions
 
 
@@ -150,10 +153,15 @@ def _check_payload(
     ref: str,
     commit: str,
     report: Report,
+    blob: str | None = None,
 ) -> None:
+    """Check one event's payload (its blob ``blob`` when already found)."""
     ledger = memory.ledger
     try:
-        found = ledger.stored_body(tree, eid)
+        if blob is None:
+            found = ledger.stored_body(tree, eid)
+        else:
+            found = blob, canonical.decode(memory.backend.read_blob(blob))
     except Exception as exc:
         report.problems.append(
             Problem(

@@ -111,11 +111,14 @@ def _incremental(
         return False
     targets = set(record.targets)
     try:
+        payloads = verified.payload_changes(memory, old_tree, tree, "p", added=envelopes)
+        # the new events' payloads as the comparison found them: no lookup by path
+        known = {eid: after for eid, _, after in payloads if after is not None}
         redactions = check_payloads(
-            memory, tree, envelopes, where, report, earlier=record.has, targets=targets
+            memory, tree, envelopes, where, report, earlier=record.has, targets=targets, known=known
         )
         why = _store_changes(
-            memory, report, old_tree, tree, envelopes, record, targets | set(redactions)
+            memory, report, old_tree, tree, payloads, envelopes, record, targets | set(redactions)
         )
     except Exception as exc:  # an unreadable tree of the store: report, never raise
         report.problems.append(
@@ -145,13 +148,15 @@ def _store_changes(
     report: Report,
     old: str | None,
     new: str | None,
+    payloads: list[tuple[str, str | None, str | None]],
     envelopes: dict[str, dict[str, Any]],
     record: verified.Verified,
     targets: set[str],
 ) -> str:
     """Check the payload store's entries that changed since the verified one
-    (new attachments' names, payloads no event claims); returns why a full
-    verification is needed instead ("" when none is)."""
+    (new attachments' names; ``payloads``, the changes under ``p``: payloads
+    no event claims); returns why a full verification is needed instead (""
+    when none is)."""
     for sha, before, after in verified.payload_changes(memory, old, new, "b"):
         if before is not None:
             return f"attachment {sha} changed or went since the last verification"
@@ -165,7 +170,7 @@ def _store_changes(
                     field=f"b/{sha[:2]}/{sha}",
                 )
             )
-    for eid, _before, after in verified.payload_changes(memory, old, new, "p"):
+    for eid, _before, after in payloads:
         if eid in envelopes:
             continue  # a new event: checked against its envelope already
         if record.has(eid):

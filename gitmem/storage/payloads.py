@@ -12,7 +12,8 @@ the ref.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any, ClassVar, NamedTuple
 
 from gitmem.errors import GitError
 from gitmem.records import canonical, layout
@@ -30,6 +31,51 @@ class PayloadMerge(NamedTuple):
     unreachable: list[str]  # blob ids no longer in the store (for the purge list)
     added: int  # payloads taken from the other store
     removed: int  # redacted payloads removed from ours
+
+
+@dataclass(frozen=True, slots=True)
+class FlatDirectory:
+    """A fan-out directory's bytes (:meth:`Backend.read_tree_bytes`) whose
+    every entry is a payload file named by a 32-character id, so that entry
+    ``i`` is bytes ``i * size`` to ``(i + 1) * size``: read by position,
+    without making an entry of each (a million-event store's directories
+    hold ~3,900 entries)."""
+
+    data: bytes
+    size: int  # bytes of an entry
+    count: int  # entries
+
+    NAME_AT: ClassVar[int] = len(b"100644 ")
+    OID_AT: ClassVar[int] = NAME_AT + 32 + 1  # after the name and the NUL that ends it
+
+    def name(self, at: int) -> bytes:
+        start = at * self.size
+        return self.data[start + self.NAME_AT : start + self.OID_AT - 1]
+
+    def oid(self, at: int) -> str:
+        start = at * self.size
+        return self.data[start + self.OID_AT : start + self.size].hex()
+
+
+def flat_directory(data: bytes, width: int) -> FlatDirectory | None:
+    """``data`` (a tree's bytes; ``width``: bytes of an object id) as a
+    :class:`FlatDirectory`, or None when any entry is not a payload file
+    named by 32 bytes: checked a column at a time (a slice with a step is
+    one copy in C), not an entry at a time."""
+    mode = b"%o " % MODE_BLOB  # as git writes a file entry's mode: "100644 "
+    size = FlatDirectory.OID_AT + width
+    count, rest = divmod(len(data), size)
+    if rest:
+        return None
+    for column, byte in enumerate(mode):
+        if data[column::size] != bytes((byte,)) * count:
+            return None
+    if data[FlatDirectory.OID_AT - 1 :: size] != bytes(count):  # each name's NUL
+        return None
+    names = range(FlatDirectory.NAME_AT, FlatDirectory.OID_AT - 1)
+    if any(0 in data[column::size] for column in names):
+        return None
+    return FlatDirectory(data, size, count)
 
 
 class PayloadStore:
@@ -70,9 +116,16 @@ class PayloadStore:
         blob = self.backend.read_path(tree, layout.attachment_path(sha))
         return None if blob is None else self.backend.read_blob(blob)
 
-    def body(self, tree: str | None, event_id: str) -> dict[str, Any] | None:
-        """The logical body of an event (attachments joined), None when absent."""
-        found = self.stored_body(tree, event_id)
+    def body(
+        self, tree: str | None, event_id: str, blob: str | None = None, *, known: bool = False
+    ) -> dict[str, Any] | None:
+        """The logical body of an event (attachments joined), None when absent.
+        ``known``: its payload's blob in ``tree`` is ``blob`` (None: it has
+        none), already found, not looked up again."""
+        if known:
+            found = None if blob is None else (blob, canonical.decode(self.backend.read_blob(blob)))
+        else:
+            found = self.stored_body(tree, event_id)
         if found is None or tree is None:
             return None
         _, stored = found
@@ -83,17 +136,23 @@ class PayloadStore:
         return body if isinstance(body, dict) else None
 
     def checked_body(
-        self, tree: str | None, envelope: dict[str, Any]
+        self,
+        tree: str | None,
+        envelope: dict[str, Any],
+        blob: str | None = None,
+        *,
+        known: bool = False,
     ) -> tuple[dict[str, Any] | None, str | None]:
         """(body, None) when the event's payload is present and is exactly what
         its envelope pins; (None, None) when it is absent; (None, why) when it
         is unreadable, lacks an attachment or does not match its envelope.
 
         What readers hand out: damaged or forged bytes are never shown as the
-        event's text, and one bad payload never stops a listing.
+        event's text, and one bad payload never stops a listing. ``blob`` and
+        ``known`` as for :meth:`body`.
         """
         try:
-            body = self.body(tree, envelope["id"])
+            body = self.body(tree, envelope["id"], blob, known=known)
         except GitError as exc:
             return None, exc.message
         except ValueError:  # not UTF-8, not JSON

@@ -116,6 +116,9 @@ class GitCliBackend:
     def read_blob(self, oid: str) -> bytes:
         return self._get(oid, "blob")
 
+    def read_tree_bytes(self, oid: str) -> bytes:
+        return self._get(oid, "tree")
+
     def read_tree(self, oid: str) -> list[TreeEntry]:
         data = self._get(oid, "tree")
         hash_len = len(self._zero) // 2
