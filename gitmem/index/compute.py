@@ -30,8 +30,23 @@ def call(name: str, args: Sequence[object], options: _c.FunctionOptions | None =
     import pyarrow._compute as _c
 
     arrow = (pa.Array, pa.ChunkedArray, pa.Scalar, pa.Table, pa.RecordBatch)
-    values = [a if isinstance(a, arrow) else pa.scalar(a) for a in args]
+    values = [a if isinstance(a, arrow) else scalar(a) for a in args]
     return _c.call_function(name, values, options)
+
+
+def scalar(value: object) -> pa.Scalar:
+    """``value`` as an Arrow scalar of the type Arrow would infer for it.
+
+    The type is given, not inferred: inferring it first tries to import
+    ``dateutil`` (for relative deltas), and when that is not installed the
+    failed import searches every path entry again on every call, ~0.4 ms."""
+    import pyarrow as pa
+
+    kind = _SCALAR_TYPES.get(type(value))
+    return pa.scalar(value, getattr(pa, kind)()) if kind else pa.scalar(value)
+
+
+_SCALAR_TYPES = {bool: "bool_", int: "int64", float: "float64", str: "string"}
 
 
 def is_in(values: Column, value_set: Column | Iterable[str]) -> Column:
@@ -75,9 +90,7 @@ def invert(mask: Column) -> Column:
 
 
 def false_if_null(mask: Column) -> Column:
-    import pyarrow as pa
-
-    return call("coalesce", [mask, pa.scalar(False)])
+    return call("coalesce", [mask, False])
 
 
 def filter(table: Datum, mask: Column) -> Datum:

@@ -328,7 +328,7 @@ class IndexView:
             return own
         extra = pc.is_in(commit, value_set=self._commits(layout.branch_ref(trunk_name)))
         if mode != "all":
-            types = pa.array(sorted(TRUNK_TYPES))
+            types = pa.array(sorted(TRUNK_TYPES), pa.string())
             extra = pc.and_(extra, pc.is_in(self.table.column("type"), value_set=types))
         return pc.or_(own, extra)
 
@@ -353,7 +353,7 @@ class IndexView:
             return mask
 
         def member(column: str, values: Sequence[str]) -> Column:
-            return pc.false_if_null(pc.is_in(t.column(column), value_set=pa.array(list(values))))
+            return pc.false_if_null(pc.is_in(t.column(column), value_set=pa.array(list(values), pa.string())))
 
         if where.types:
             mask = pc.and_(mask, member("type", where.types))
