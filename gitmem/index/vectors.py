@@ -123,7 +123,7 @@ def _positions(ordered: NDArray[np.uint64], wanted: NDArray[np.uint64]) -> NDArr
     return found
 
 
-def _key_array(keys: Keys) -> NDArray[np.uint64]:
+def key_array(keys: Keys) -> NDArray[np.uint64]:
     """``keys`` as a sorted array without repeats (an array that already is
     one is taken as it is: checking costs a millisecond for a million keys,
     sorting them again 140)."""
@@ -213,10 +213,14 @@ class Vectors:
         query: NDArray[np.float32],
         limit: int,
         allowed: Keys | None = None,
+        *,
+        ordered: bool = False,
     ) -> list[tuple[int, float]]:
         """(key, cosine similarity) best first, ties (at 6 decimals) by key.
 
-        ``allowed`` restricts the keys. Up to ``EXACT_LIMIT`` candidates (the
+        ``allowed`` restricts the keys (``ordered``: it is a numpy array
+        already sorted without repeats, which checking again would cost a
+        pass over it, ~0.3 ms for 400,000 keys). Up to ``EXACT_LIMIT`` candidates (the
         allowed keys, or the whole index) are scored exactly; otherwise the
         approximate search widens until enough of its results are allowed, and
         those are rescored exactly (see the module docstring).
@@ -227,7 +231,10 @@ class Vectors:
         if limit <= 0 or size == 0:
             return []
         q = np.asarray(query, dtype=np.float64).reshape(self.dim)
-        wanted = None if allowed is None else _key_array(allowed)
+        if allowed is None or ordered:
+            wanted = None if allowed is None else np.asarray(allowed, dtype=np.uint64)
+        else:
+            wanted = key_array(allowed)
         if size <= EXACT_LIMIT:
             matrix = self._everything()
             if wanted is not None:

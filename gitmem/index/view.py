@@ -16,7 +16,6 @@ the old ones for hours.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from types import TracebackType
@@ -44,6 +43,7 @@ if TYPE_CHECKING:
     from gitmem.index.compute import Column
     from gitmem.index.fulltext import FullText
     from gitmem.index.keyrows import KeyRows
+    from gitmem.index.links import CommitLinks
     from gitmem.index.vectorshards import VectorShards
     from gitmem.index.window import IndexWindow
     from gitmem.memory.source import BranchKwargs
@@ -95,7 +95,7 @@ class IndexView:
         self._embedder_loaded = False
         self._keys: KeyRows | None = None
         self._commit_counts: tuple[Any, Any] | None = None  # per memory commit: its events
-        self._links: Any = None  # the commit_link rows' time, session, capsule, body
+        self._links: CommitLinks | None = None  # the commit links, by capsule and session
         # Per branch (resolved: a checkout between two queries changes the key),
         # what its queries share: the table never changes under a view.
         self._pools: dict[tuple[str | None, str | None], Column] = {}
@@ -235,6 +235,9 @@ class IndexView:
 
     def values_at(self, column: str, rows: Sequence[int]) -> list[Any]:
         """One column's values at row positions (as Python values of the column's type)."""
+        if column == "key64":  # kept as one numpy array already
+            keys: list[Any] = self._key_rows().values[list(rows)].tolist()
+            return keys
         values = self.table.column(column)
         return [values[r].as_py() for r in rows]
 
@@ -264,26 +267,15 @@ class IndexView:
     ) -> list[tuple[int, str | None, str | None, str | None]]:
         """(time, session, capsule, sha) of every commit_link event in one of
         ``capsules`` or ``sessions``, in (time, id) order. The commit links
-        are picked from the table once; only the ones asked for are decoded
-        (a million events hold tens of thousands)."""
+        are picked from the table and grouped once per view (a million events
+        hold tens of thousands); see :mod:`gitmem.index.links`."""
         if self._links is None:
-            # columns first: filtering the whole table copies every body
-            columns = self.table.select(["time", "session", "capsule", "body"])
-            self._links = pc.filter(columns, pc.equal(self.table.column("type"), "commit_link"))
+            from gitmem.index.links import CommitLinks
+
+            self._links = CommitLinks(self.table)
         if not capsules and not sessions:
             return []
-        links = self._links
-        wanted = pc.or_(
-            pc.false_if_null(pc.is_in(links.column("capsule"), list(capsules))),
-            pc.false_if_null(pc.is_in(links.column("session"), list(sessions))),
-        )
-        cols = pc.filter(links, wanted).to_pydict()
-        return [
-            (t, s, c, json.loads(b).get("sha") if b else None)
-            for t, s, c, b in zip(
-                cols["time"], cols["session"], cols["capsule"], cols["body"], strict=True
-            )
-        ]
+        return self._links.find(capsules, sessions)
 
     # selection ------------------------------------------------------------------------
     def _commits(self, ref: str) -> Column:
@@ -353,7 +345,9 @@ class IndexView:
             return mask
 
         def member(column: str, values: Sequence[str]) -> Column:
-            return pc.false_if_null(pc.is_in(t.column(column), value_set=pa.array(list(values), pa.string())))
+            return pc.false_if_null(
+                pc.is_in(t.column(column), value_set=pa.array(list(values), pa.string()))
+            )
 
         if where.types:
             mask = pc.and_(mask, member("type", where.types))
