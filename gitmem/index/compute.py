@@ -123,3 +123,21 @@ def to_numpy(values: Column, dtype: str) -> Any:
     if not chunks:
         return np.zeros(0, dtype=dtype)
     return np.concatenate([c.to_numpy(zero_copy_only=False) for c in chunks])
+
+
+def rows_at(table: pa.Table, positions: Any) -> pa.Table:
+    """The rows of ``table`` at ``positions`` (ascending), as zero-copy slices
+    of each run of neighbours: ``take`` on a table of many chunks first
+    joins every chunk of every column (0.8 s and a gigabyte for a million
+    events, to keep 20 rows), and a filter reads a mask of every row (a few
+    milliseconds, more than a few hundred slices cost)."""
+    import numpy as np
+    import pyarrow as pa
+
+    if not len(positions):
+        return table.slice(0, 0)
+    breaks = np.flatnonzero(np.diff(positions) != 1) + 1
+    starts = np.concatenate(([0], breaks))
+    ends = np.concatenate((breaks, [len(positions)]))
+    pieces = [table.slice(int(positions[a]), int(b - a)) for a, b in zip(starts, ends, strict=True)]
+    return pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]

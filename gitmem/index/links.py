@@ -6,7 +6,8 @@ thousands of links in a year of memory. The links are picked from the
 table once per view and grouped by capsule and by session (dictionary
 codes sorted once, in numpy), so a query's lookup reads only its own links
 instead of testing every link's capsule and session (~2 ms a query at a
-million events); a link's body is decoded only when it is returned, once.
+million events); a link's body is read and decoded only when it is
+returned, once.
 """
 
 from __future__ import annotations
@@ -60,14 +61,18 @@ class CommitLinks:
     """Every ``commit_link`` event of a table, by capsule and by session."""
 
     def __init__(self, table: pa.Table) -> None:
-        # columns first: filtering the whole table copies every body
-        columns = table.select(["time", "session", "capsule", "body"])
-        links = pc.filter(columns, pc.equal(table.column("type"), "commit_link"))
+        import numpy as np
+
+        mask = pc.equal(table.column("type"), "commit_link")
+        # Light columns only: the bodies, one page each wherever the links
+        # are, are read for the links a search returns.
+        links = pc.filter(table.select(["time", "session", "capsule"]), mask)
         links = links.combine_chunks()  # tens of thousands of rows: one chunk each
         self.times: NDArray[np.int64] = pc.to_numpy(links.column("time"), "int64")
         self.sessions = _Groups(links.column("session").chunk(0) if len(links) else _empty())
         self.capsules = _Groups(links.column("capsule").chunk(0) if len(links) else _empty())
-        self._bodies = links.column("body")
+        self._rows = np.flatnonzero(pc.to_numpy(pc.false_if_null(mask), "bool"))
+        self._bodies = table.column("body")
         self._shas: dict[int, str | None] = {}
 
     def __len__(self) -> int:
@@ -93,7 +98,7 @@ class CommitLinks:
 
     def _sha(self, position: int) -> str | None:
         if position not in self._shas:
-            body = self._bodies[position].as_py()
+            body = self._bodies[int(self._rows[position])].as_py()
             self._shas[position] = json.loads(body).get("sha") if body else None
         return self._shas[position]
 

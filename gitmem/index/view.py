@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from gitmem.embed.base import Embedder
+    from gitmem.index.codes import Codes
     from gitmem.index.compute import Column
     from gitmem.index.fulltext import FullText
     from gitmem.index.keyrows import KeyRows
@@ -100,6 +101,7 @@ class IndexView:
         # what its queries share: the table never changes under a view.
         self._pools: dict[tuple[str | None, str | None], Column] = {}
         self._windows: dict[tuple[str | None, bool, str | None], IndexWindow] = {}
+        self._codes: dict[str, Codes] = {}
         self._closed = False
 
     # lifetime ------------------------------------------------------------------------
@@ -116,7 +118,7 @@ class IndexView:
         self._table = self._members = None
         self._fulltext = self._vectors = self._embedder = None
         self._keys = self._links = self._commit_counts = None
-        self._pools, self._windows = {}, {}
+        self._pools, self._windows, self._codes = {}, {}, {}
         if fulltext is not None:
             fulltext.close()
         if vectors is not None:
@@ -255,6 +257,12 @@ class IndexView:
         key lookups and by searches that pick the allowed keys in order."""
         return self._key_rows().in_order()
 
+    @property
+    def keys_ordered(self) -> bool:
+        """Whether :meth:`keys_in_order` is computed already (key lookups
+        order the keys after their first few scans)."""
+        return self._key_rows().is_sorted
+
     def _key_rows(self) -> KeyRows:
         if self._keys is None:
             from gitmem.index.keyrows import KeyRows
@@ -297,7 +305,7 @@ class IndexView:
 
     def pool_mask(self, branch: BranchArg = CURRENT_BRANCH, trunk: str | None = None) -> Column:
         """The rows a branch sees: its own chain, plus what it follows from the
-        trunk (computed once per branch and view: ~20 ms at a million rows)."""
+        trunk (computed once per branch and view: ~50-100 ms at a million rows)."""
         branch = self.branch if isinstance(branch, CurrentBranch) else branch
         key = (branch, trunk)
         if key not in self._pools:
@@ -307,6 +315,8 @@ class IndexView:
     def _pool_mask(self, branch: str | None, trunk: str | None) -> Column:
         import pyarrow as pa
 
+        # (Codes of the commit column would not pay: encoding a million
+        # commit ids costs what two is_in over them cost.)
         commit = self.table.column("commit")
         own_ref = self._own_ref(branch)
         own = (
@@ -320,9 +330,21 @@ class IndexView:
             return own
         extra = pc.is_in(commit, value_set=self._commits(layout.branch_ref(trunk_name)))
         if mode != "all":
-            types = pa.array(sorted(TRUNK_TYPES), pa.string())
-            extra = pc.and_(extra, pc.is_in(self.table.column("type"), value_set=types))
+            types = self.codes("type").mask(sorted(TRUNK_TYPES))
+            extra = pc.and_(extra, pa.array(types, pa.bool_()))
         return pc.or_(own, extra)
+
+    def codes(self, column: str) -> Codes:
+        """A string column as integer codes, encoded once per view (the
+        ``type`` column: the rows of some types, asked for again and again
+        by a context pack; see :mod:`gitmem.index.codes`)."""
+        if self._closed:
+            raise _closed()
+        if column not in self._codes:
+            from gitmem.index.codes import Codes
+
+            self._codes[column] = Codes(self.table.column(column))
+        return self._codes[column]
 
     def _follow_trunk(self, trunk: str | None) -> str:
         return follow_mode(self.config, trunk)
@@ -350,7 +372,7 @@ class IndexView:
             )
 
         if where.types:
-            mask = pc.and_(mask, member("type", where.types))
+            mask = pc.and_(mask, pa.array(self.codes("type").mask(where.types), pa.bool_()))
         if where.since is not None:
             mask = pc.and_(mask, pc.greater_equal(t.column("time"), where.since))
         if where.until is not None:
@@ -385,7 +407,7 @@ class IndexView:
             if limit:
                 # Only the last rows are wanted: take them, instead of copying
                 # every allowed row (a million, with their bodies) to keep 20.
-                return rows_to_events(_rows_at(self.table, _last_true(mask, limit)))
+                return rows_to_events(pc.rows_at(self.table, _last_true(mask, limit)))
             return rows_to_events(pc.filter(self.table, mask))
         rows = pc.filter(self.table, mask)
         chosen = [e for e in rows_to_events(rows) if where.matches(e)]
@@ -479,20 +501,3 @@ def _last_true(mask: Any, limit: int) -> Any:
     import numpy as np
 
     return np.flatnonzero(pc.to_numpy(pc.false_if_null(mask), "bool"))[-limit:]
-
-
-def _rows_at(table: Any, positions: Any) -> Any:
-    """The rows of ``table`` at ``positions`` (ascending), as zero-copy slices
-    of each run of neighbours: ``take`` on a table of many chunks first
-    joins every chunk of every column (0.8 s and a gigabyte for a million
-    events, to keep 20 rows)."""
-    import numpy as np
-    import pyarrow as pa
-
-    if not len(positions):
-        return table.slice(0, 0)
-    breaks = np.flatnonzero(np.diff(positions) != 1) + 1
-    starts = np.concatenate(([0], breaks))
-    ends = np.concatenate((breaks, [len(positions)]))
-    pieces = [table.slice(int(positions[a]), int(b - a)) for a, b in zip(starts, ends, strict=True)]
-    return pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gitmem.index import compute as pc
 from gitmem.index.decode import EVENT_COLUMNS, rows_to_events
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 __all__ = ["IndexWindow", "window"]
 
 DAY_US = 86_400_000_000
+SLICED_ROWS = 1_000  # rows taken by slicing the table; more are filtered with a mask
 DAY_CODE = 1 << 40  # session codes from here on are UTC days (see _session_keys)
 
 
@@ -89,7 +90,6 @@ class IndexWindow:
         self._visible: pa.Array | None = None
         self._rownum: pa.Array | None = None
         self._hidden: frozenset[str] | None = None
-        self._types: tuple[pa.Array, list[str]] | None = None
         self._cache: dict[tuple[str, ...], list[Event]] = {}
         self._ledger: DecisionLedger | None = None
         self._book: DecisionBook | None = None
@@ -130,53 +130,55 @@ class IndexWindow:
         return pc.and_(self.pool, mask)
 
     def _type_is(self, types: Sequence[str]) -> Column:
-        """Rows of these types (any branch).
-
-        The type column is dictionary-encoded once per window: a mask is then
-        a lookup of a few small integers instead of hashing 100,000 strings."""
+        """Rows of these types (any branch), from the view's type codes: a
+        lookup per row instead of hashing a million strings."""
         import pyarrow as pa
 
-        if self._types is None:
-            encoded = pc.call("dictionary_encode", [_contiguous(self.table.column("type"))])
-            self._types = (encoded.indices, encoded.dictionary.to_pylist())
-        indices, names = self._types
-        wanted = set(types)
-        codes = pa.array([i for i, name in enumerate(names) if name in wanted], pa.int32())
-        return pc.false_if_null(pc.is_in(indices, codes))
+        return pa.array(self.view.codes("type").mask(types), pa.bool_())
 
-    def _rows(self, mask: Column, *, last: int | None = None) -> list[Event]:
-        """Events of the rows where ``mask`` is true (the newest ``last`` of them).
+    def _rows(self, mask: Column) -> list[Event]:
+        """Events of the rows where ``mask`` is true.
 
         Filtering with a mask works chunk by chunk; ``take`` on the chunked
         table would first concatenate every chunk of the JSON columns (~13 ms)."""
         rows = pc.filter(self.table.select(list(EVENT_COLUMNS)), mask)
-        if last is not None:
-            rows = rows.slice(max(0, rows.num_rows - last))
         return rows_to_events(rows) if rows.num_rows else []
 
     def _take_rows(self, rows: Iterable[int]) -> list[Event]:
-        """Events of these row numbers, in table order."""
+        """Events of these row numbers, in table order: a few are sliced out
+        of the table, many filtered with a mask."""
+        import numpy as np
         import pyarrow as pa
 
-        wanted = pa.array(sorted(set(rows)), pa.int64())
+        wanted = np.unique(np.fromiter(rows, dtype=np.int64))
         if len(wanted) == 0:
             return []
-        return self._rows(pc.false_if_null(pc.is_in(self.rownum, wanted)))
+        if len(wanted) > SLICED_ROWS:
+            return self._rows(pc.false_if_null(pc.is_in(self.rownum, pa.array(wanted))))
+        return rows_to_events(pc.rows_at(self.table.select(list(EVENT_COLUMNS)), wanted))
 
     # BranchWindow ------------------------------------------------------------------------
     def of_types(self, types: Sequence[str]) -> list[Event]:
         """Every event of these types, visible or not."""
         key = tuple(sorted(set(types)))
         if key not in self._cache:
-            self._cache[key] = self._rows(self._of(self._type_is(key))) if key else []
+            # read already among the events of more types (the sessions want
+            # the capsule opens of the pack's capsule events): picked, not decoded again
+            wider = next((k for k in self._cache if set(key) <= set(k)), None)
+            if wider is not None:
+                self._cache[key] = [e for e in self._cache[wider] if e.type in key]
+            else:
+                self._cache[key] = self._rows(self._of(self._type_is(key))) if key else []
         return list(self._cache[key])
 
     def newest(self, event_type: str, count: int) -> list[Event]:
         """The newest ``count`` visible events of one type."""
+        import numpy as np
+
         if count <= 0:
             return []
-        mask = pc.and_(self.visible, self._type_is((event_type,)))
-        return self._rows(mask, last=count)
+        mask = pc.to_numpy(pc.and_(self.visible, self._type_is((event_type,))), "bool")
+        return self._take_rows(np.flatnonzero(mask)[-count:].tolist())
 
     def by_ids(self, ids: Iterable[str]) -> list[Event]:
         """The branch's events with these (full) ids."""
@@ -271,11 +273,13 @@ class IndexWindow:
         return self._ledger
 
     def _decisions(self) -> DecisionLedger:
-        t = self.table
         mask = pc.and_(self.visible, self._type_is(("decision", "ratify")))
+        names = ["id", "type", "key", "target", "time", "agent", "paths", "line"]
+        # one filter of the columns together: each column's alone reads the mask again
+        picked = pc.filter(self.table.select(names), mask)
 
-        def column(name: str) -> list[object]:
-            values: list[object] = pc.filter(t.column(name), mask).to_pylist()
+        def column(name: str) -> list[Any]:
+            values: list[Any] = picked.column(name).to_pylist()
             return values
 
         def text(name: str) -> tuple[str, ...]:
@@ -286,9 +290,9 @@ class IndexWindow:
             text("type"),
             text("key"),
             text("target"),
-            tuple(pc.filter(t.column("time"), mask).to_pylist()),
+            tuple(column("time")),
             tuple(v if isinstance(v, str) else None for v in column("agent")),
-            tuple(tuple(p or ()) for p in pc.filter(t.column("paths"), mask).to_pylist()),
+            tuple(tuple(p or ()) for p in column("paths")),
             text("line"),
         )
 
@@ -338,6 +342,7 @@ class IndexWindow:
         Codes are integers (hashing and counting them is several times
         cheaper than building key strings): scope sessions and capsule
         sessions share one numbering, days are ``DAY_CODE + day number``."""
+        import numpy as np
         import pyarrow as pa
 
         t = self.table
@@ -356,18 +361,31 @@ class IndexWindow:
         scoped_codes = [
             None if not s else number("s:" + s) for s in sessions.dictionary.to_pylist()
         ]
-        keys = [pc.call("take", [pa.array(scoped_codes, pa.int64()), sessions.indices])]
+        scoped = pc.call("take", [pa.array(scoped_codes, pa.int64()), sessions.indices])
         mapping = capsule_sessions(self.of_types(["capsule_open"]))
+        codes = pa.array([number(key) for key in mapping.values()], pa.int64())
+        if scoped.null_count == 0:  # every row has a scope session: nothing falls back
+            return numbers, times, scoped, names
+        # Only the rows without a scope session fall back to their capsule's
+        # session, their open's own key, or the day: looked up for those alone.
+        session = t.column("session")
+        unscoped = pc.or_(pc.call("is_null", [session]), pc.false_if_null(pc.equal(session, "")))
+        rows = pc.and_(mask, unscoped)
+        keys = []
         if mapping:
             opens = pa.array(list(mapping), pa.string())
-            codes = pa.array([number(key) for key in mapping.values()], pa.int64())
             for name in ("capsule", "id"):
-                column = _contiguous(pc.filter(t.column(name), mask))
+                column = _contiguous(pc.filter(t.column(name), rows))
                 keys.append(
                     pc.call("take", [codes, pc.call("index_in", [column], _set_options(opens))])
                 )
-        keys.append(pc.call("add", [pc.call("divide", [times, DAY_US]), DAY_CODE]))
-        return numbers, times, pc.call("coalesce", keys), names
+        day = _contiguous(pc.filter(t.column("time"), rows))
+        keys.append(pc.call("add", [pc.call("divide", [day, DAY_US]), DAY_CODE]))
+        merged = pc.to_numpy(pc.call("coalesce", [scoped, -1]), "int64")
+        merged[np.flatnonzero(pc.to_numpy(pc.call("is_null", [scoped]), "bool"))] = pc.to_numpy(
+            pc.call("coalesce", keys), "int64"
+        )
+        return numbers, times, pa.array(merged, pa.int64()), names
 
     def sessions(self, recent: int, session: str | None, tail: int) -> SessionWindow:
         """The ``recent`` sessions of latest activity plus ``session`` when it
