@@ -17,6 +17,7 @@ from gitmem.errors import GitmemError
 from gitmem.memory.event import Event
 from gitmem.memory.query import EventFilter
 from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg
+from gitmem.retrieval import overlap
 
 if TYPE_CHECKING:
     from gitmem.embed.base import Embedder
@@ -123,6 +124,11 @@ def open_code_index(
     """The code index: the directory ``code_index`` when given (one that
     :func:`~gitmem.graph.codeindex.build_code_index` wrote), else the code
     graph's; None when there is none."""
+    from gitmem.graph.paths import has_graph
+
+    if code_index is None and not has_graph(location):
+        return None  # one stat, without loading the code graph's modules (~100 ms)
+
     from gitmem.graph.codeindex import CodeIndex
     from gitmem.index.manifest import index_root
     from gitmem.retrieval.codesearch import code_index_dir
@@ -213,15 +219,50 @@ def _embedder(view: IndexView) -> Embedder | None:
         return None
 
 
-def search_fn(view: IndexView, now_us: int) -> Callable[[str, int, Sequence[str]], list[Event]]:
-    """The hybrid search as the context and ask builders call it."""
-    from gitmem.retrieval.search import search as run_search
+class SearchHits:
+    """The hybrid search of one branch as the context and ask builders call
+    it: ``(query, limit, types) -> events``."""
 
-    def hits(query: str, limit: int, types: Sequence[str]) -> list[Event]:
+    def __init__(self, view: IndexView, now_us: int, branch: BranchArg, *, ahead: bool) -> None:
+        self.view, self.now_us, self.branch = view, now_us, branch
+        # What a search opens first (the full-text and vector indexes, the
+        # query embedder: ~150 ms at a million events) opens on the worker
+        # thread while the caller reads the branch (Arrow lets go of the GIL).
+        self._ready = overlap.submit(partial(_open_search, view)) if ahead else None
+
+    def __call__(self, query: str, limit: int, types: Sequence[str]) -> list[Event]:
+        from gitmem.retrieval.search import search as run_search
+
+        self.settle()
         where = EventFilter(types=tuple(types), include_redacted=False)
-        return [h.event for h in run_search(view, query, limit=limit, where=where, now=now_us).hits]
+        found = run_search(
+            self.view, query, limit=limit, where=where, now=self.now_us, branch=self.branch
+        )
+        return [h.event for h in found.hits]
 
-    return hits
+    def settle(self) -> None:
+        """Wait for what opens ahead (before a search, or the view's closing)."""
+        ready, self._ready = self._ready, None
+        if ready is not None:
+            try:
+                ready.result()
+            except Exception:  # the search meets it again, and reports it
+                pass
+
+
+def _open_search(view: IndexView) -> None:
+    view.fulltext  # noqa: B018  # opened on first use
+    if view.vectors is not None:
+        view.embedder  # noqa: B018
+
+
+def search_fn(
+    view: IndexView, now_us: int, branch: BranchArg = CURRENT_BRANCH, *, ahead: bool = False
+) -> SearchHits:
+    """The hybrid search of ``branch`` as the context and ask builders call
+    it (``ahead``: open what it needs on the worker thread now; call
+    :meth:`SearchHits.settle` before the view closes)."""
+    return SearchHits(view, now_us, branch, ahead=ahead)
 
 
 def stale_fn(location: RepoLocation) -> StaleFn:
@@ -280,6 +321,9 @@ def context(
         active = read_active(view.location)
         code = None
         graph = None
+        on = _branch(view, branch)
+        hits = search_fn(view, now_us, on, ahead=bool(query and query.strip()))
+        stack.callback(hits.settle)  # nothing opens after the view closes
         if query and query.strip():
             index = open_code_index(view.location, view.config, code_index)
             if index is not None:
@@ -292,12 +336,12 @@ def context(
             query=query,
             budget=budget,
             now=now_us,
-            search=search_fn(view, now_us),
+            search=hits,
             paths=list(paths) if paths is not None else files_in_play(view.location),
             active_capsule=active.get("capsule"),
             session=active.get("session"),
             capsule_idle=idle_limit_us(view.config),
-            branch=_branch(view, branch),
+            branch=on,
             stale=stale_fn(view.location),
             code=code,
             graph=graph,
@@ -324,13 +368,14 @@ def ask(
     from gitmem.retrieval.ask import ask as run_ask
 
     with open_view(repo) as view:
+        on = _branch(view, branch)
         return run_ask(
             view,
             query,
             include_superseded=include_superseded,
-            search=search_fn(view, now_us),
+            search=search_fn(view, now_us, on),
             limit=limit,
-            branch=_branch(view, branch),
+            branch=on,
             stale=stale_fn(view.location),
         )
 
@@ -340,13 +385,18 @@ def code_graph(repo: Repo) -> GraphView | None:
     code index'); None otherwise (readers that can do without it, like
     ``why``, then work on paths alone, rather than parse a whole repository
     unasked)."""
-    from gitmem.graph.build import graph_root
-    from gitmem.graph.manifest import read_manifest
-    from gitmem.graph.view import GraphView
+    from gitmem.graph.paths import has_graph
     from gitmem.storage.locate import locate
 
     try:
-        if read_manifest(graph_root(locate(repo, any_format=True))) is None:
+        location = locate(repo, any_format=True)
+        if not has_graph(location):
+            return None  # one stat, without loading the code graph's modules
+        from gitmem.graph.build import graph_root
+        from gitmem.graph.manifest import read_manifest
+        from gitmem.graph.view import GraphView
+
+        if read_manifest(graph_root(location)) is None:
             return None
         return GraphView.open(repo)
     except (GitmemError, OSError):

@@ -85,7 +85,7 @@ class CommitLinks:
         parts = [*self.capsules.positions(capsules), *self.sessions.positions(sessions)]
         if not parts:
             return []
-        positions: list[int] = np.unique(np.concatenate(parts)).tolist()
+        positions: list[int] = pc.sorted_distinct(np.concatenate(parts)).tolist()
         return [
             (
                 int(self.times[p]),

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
 from gitmem.errors import IndexDamagedError
+from gitmem.index import compute
 
 if TYPE_CHECKING:
     import numpy as np
@@ -132,7 +133,7 @@ def key_array(keys: Keys) -> NDArray[np.uint64]:
     array = np.asarray(keys, dtype=np.uint64)
     if array.ndim == 1 and (len(array) < 2 or bool(np.all(array[1:] > array[:-1]))):
         return array
-    return np.unique(array)
+    return compute.sorted_distinct(array)  # type: ignore[no-any-return]
 
 
 class Vectors:
@@ -253,7 +254,7 @@ class Vectors:
             count = min(size, count * 4)
         # Rescore exactly: with and without a filter, the same event then gets
         # the same cosine (usearch's int8 distance differs by up to ~0.01).
-        return self._exact(q, np.unique(found), limit)
+        return self._exact(q, compute.sorted_distinct(found), limit)
 
     def _everything(self) -> _Matrix:
         """Every vector of the index, read once (see the module docstring)."""

@@ -314,25 +314,29 @@ class IndexView:
 
     def _pool_mask(self, branch: str | None, trunk: str | None) -> Column:
         import pyarrow as pa
+        import pyarrow._compute as _c
 
-        # (Codes of the commit column would not pay: encoding a million
-        # commit ids costs what two is_in over them cost.)
         commit = self.table.column("commit")
         own_ref = self._own_ref(branch)
-        own = (
-            pc.is_in(commit, value_set=self._commits(own_ref))
-            if own_ref is not None
-            else pc.invert(pc.all_true(self.table.num_rows))
-        )
+        own = self._commits(own_ref) if own_ref is not None else pa.array([], pa.string())
         mode = self._follow_trunk(trunk)
         trunk_name = self.trunk if mode != "none" else None
         if trunk_name is None or trunk_name == branch:
-            return own
-        extra = pc.is_in(commit, value_set=self._commits(layout.branch_ref(trunk_name)))
+            return pc.false_if_null(pc.is_in(commit, value_set=own))
+        # One pass over the million commit ids for both chains: each row's
+        # position among the branch's commits, then the trunk's others.
+        # (Codes of the commit column would not pay: encoding them costs
+        # what this pass costs.)
+        theirs = self._commits(layout.branch_ref(trunk_name))
+        theirs = pc.filter(theirs, pc.invert(pc.false_if_null(pc.is_in(theirs, value_set=own))))
+        both = pa.concat_arrays([_array(own), _array(theirs)])
+        found = pc.call("index_in", [commit], _c.SetLookupOptions(both))
+        at = pc.to_numpy(pc.call("coalesce", [found, pa.scalar(-1, pa.int32())]), "int32")
+        rows = (at >= 0) & (at < len(own))
+        extra = at >= len(own)
         if mode != "all":
-            types = self.codes("type").mask(sorted(TRUNK_TYPES))
-            extra = pc.and_(extra, pa.array(types, pa.bool_()))
-        return pc.or_(own, extra)
+            extra &= self.codes("type").mask(sorted(TRUNK_TYPES))
+        return pc.bools(rows | extra)
 
     def codes(self, column: str) -> Codes:
         """A string column as integer codes, encoded once per view (the
@@ -372,7 +376,7 @@ class IndexView:
             )
 
         if where.types:
-            mask = pc.and_(mask, pa.array(self.codes("type").mask(where.types), pa.bool_()))
+            mask = pc.and_(mask, pc.bools(self.codes("type").mask(where.types)))
         if where.since is not None:
             mask = pc.and_(mask, pc.greater_equal(t.column("time"), where.since))
         if where.until is not None:
@@ -501,3 +505,12 @@ def _last_true(mask: Any, limit: int) -> Any:
     import numpy as np
 
     return np.flatnonzero(pc.to_numpy(pc.false_if_null(mask), "bool"))[-limit:]
+
+
+def _array(values: Column) -> Any:
+    """``values`` as one array (a filter of a table's column has chunks)."""
+    import pyarrow as pa
+
+    if isinstance(values, pa.ChunkedArray):
+        return values.combine_chunks()
+    return values

@@ -132,9 +132,7 @@ class IndexWindow:
     def _type_is(self, types: Sequence[str]) -> Column:
         """Rows of these types (any branch), from the view's type codes: a
         lookup per row instead of hashing a million strings."""
-        import pyarrow as pa
-
-        return pa.array(self.view.codes("type").mask(types), pa.bool_())
+        return pc.bools(self.view.codes("type").mask(types))
 
     def _rows(self, mask: Column) -> list[Event]:
         """Events of the rows where ``mask`` is true.
@@ -150,7 +148,7 @@ class IndexWindow:
         import numpy as np
         import pyarrow as pa
 
-        wanted = np.unique(np.fromiter(rows, dtype=np.int64))
+        wanted = pc.sorted_distinct(np.fromiter(rows, dtype=np.int64))
         if len(wanted) == 0:
             return []
         if len(wanted) > SLICED_ROWS:
