@@ -270,6 +270,7 @@ def test_commit_links_by_scope_are_a_scan_of_every_link(
         if kind == "commit_link" and (c in capsules or s in sessions)
     ]
     links = CommitLinks(table)
-    assert links.find(capsules, sessions) == expected
-    assert links.find(capsules, sessions) == expected  # the decoded bodies, remembered
+    assert links.find(capsules, sessions) == expected  # a scan of the links
+    assert links.find(capsules, sessions) == expected  # the groups, and bodies remembered
+    assert links.find(capsules[::-1], sessions[::-1]) == expected
     assert len(links) == sum(kind == "commit_link" for kind, *_rest in rows)

@@ -88,7 +88,6 @@ class IndexWindow:
         self.branch_kwargs: BranchKwargs = {**branch_kwargs}
         self._pool: pa.Array | None = None
         self._visible: pa.Array | None = None
-        self._rownum: pa.Array | None = None
         self._hidden: frozenset[str] | None = None
         self._cache: dict[tuple[str, ...], list[Event]] = {}
         self._ledger: DecisionLedger | None = None
@@ -118,13 +117,6 @@ class IndexWindow:
             self._visible = _contiguous(pc.and_(self.pool, shown))
         return self._visible
 
-    @property
-    def rownum(self) -> pa.Array:
-        """0, 1, … n-1 (row numbers, to take full rows after filtering light columns)."""
-        if self._rownum is None:
-            self._rownum = _numbers(self.table.num_rows)
-        return self._rownum
-
     def _of(self, mask: Column) -> Column:
         """``mask`` restricted to the branch's rows."""
         return pc.and_(self.pool, mask)
@@ -146,13 +138,14 @@ class IndexWindow:
         """Events of these row numbers, in table order: a few are sliced out
         of the table, many filtered with a mask."""
         import numpy as np
-        import pyarrow as pa
 
         wanted = pc.sorted_distinct(np.fromiter(rows, dtype=np.int64))
         if len(wanted) == 0:
             return []
         if len(wanted) > SLICED_ROWS:
-            return self._rows(pc.false_if_null(pc.is_in(self.rownum, pa.array(wanted))))
+            mask = np.zeros(self.table.num_rows, dtype=bool)
+            mask[wanted] = True
+            return self._rows(pc.bools(mask))
         return rows_to_events(pc.rows_at(self.table.select(list(EVENT_COLUMNS)), wanted))
 
     # BranchWindow ------------------------------------------------------------------------
@@ -193,7 +186,7 @@ class IndexWindow:
         a matching path are kept."""
         if not paths:
             return []
-        numbers = _contiguous(pc.filter(self.rownum, mask))
+        numbers = _positions(mask)
         lists = _contiguous(pc.filter(self.table.column("paths"), mask))
         if len(lists) == 0:
             return []
@@ -234,7 +227,7 @@ class IndexWindow:
             wanted = pc.or_(wanted, pc.false_if_null(pc.is_in(t.column("capsule"), capsule_set)))
         if len(session_set):
             wanted = pc.or_(wanted, pc.false_if_null(pc.is_in(t.column("session"), session_set)))
-        rows: set[int] = set(pc.filter(self.rownum, pc.and_(base, wanted)).to_pylist())
+        rows: set[int] = set(_positions(pc.and_(base, wanted)).to_pylist())
         rest = pc.and_(base, pc.invert(wanted))
         if len(session_set) and "commit_link" in types:
             # a commit link records the session it came from in its body
@@ -245,7 +238,7 @@ class IndexWindow:
                 needle = '"session": ' + json.dumps(session, ensure_ascii=False)
                 found = pc.call("match_substring", [bodies], _match_options(needle))
                 named = pc.or_(named, pc.false_if_null(found))
-            rows.update(pc.filter(pc.filter(self.rownum, links), named).to_pylist())
+            rows.update(pc.filter(_positions(links), named).to_pylist())
         rows.update(self._touching_rows(rest, sorted(set(paths))))
         return self._take_rows(rows)
 
@@ -281,7 +274,9 @@ class IndexWindow:
             return values
 
         def text(name: str) -> tuple[str, ...]:
-            return tuple(str(v or "") for v in column(name))
+            # nulls as "" in Arrow: the values are then the strings themselves
+            values: list[str] = pc.call("coalesce", [picked.column(name), ""]).to_pylist()
+            return tuple(values)
 
         return DecisionLedger(
             text("id"),
@@ -294,10 +289,18 @@ class IndexWindow:
             text("line"),
         )
 
-    def capsule_counts(self) -> dict[str, int]:
-        """Events per capsule id (every event of the branch, visible or not)."""
-        capsules = pc.filter(self.table.column("capsule"), self.pool)
-        counted = pc.call("value_counts", [capsules])
+    def capsule_counts(self, capsules: Iterable[str] | None = None) -> dict[str, int]:
+        """Events per capsule id (every event of the branch, visible or not),
+        of ``capsules`` only when given (a pack shows a few: they are picked
+        first, not every capsule's events copied and counted)."""
+        column = self.table.column("capsule")
+        rows = self.pool
+        if capsules is not None:
+            wanted = _strings(capsules)
+            if not len(wanted):
+                return {}
+            rows = pc.and_(rows, pc.false_if_null(pc.is_in(column, wanted)))
+        counted = pc.call("value_counts", [pc.filter(column, rows)])
         values = counted.field(0).to_pylist()
         counts = counted.field(1).to_pylist()
         return {v: int(c) for v, c in zip(values, counts, strict=True) if v}
@@ -325,7 +328,7 @@ class IndexWindow:
             targeted = pc.false_if_null(
                 pc.call("match_substring", [bodies], _match_options('"target": '))
             )
-            rows = pc.filter(pc.filter(self.rownum, closes), targeted).to_pylist()
+            rows = pc.filter(_positions(closes), targeted).to_pylist()
             dropped = [e.id for e in self._take_rows(rows) if _points_at(e.field("target"), hidden)]
             if dropped:
                 mask = pc.and_(
@@ -344,7 +347,7 @@ class IndexWindow:
         import pyarrow as pa
 
         t = self.table
-        numbers = _contiguous(pc.filter(self.rownum, mask))
+        numbers = _positions(mask)
         times = _contiguous(pc.filter(t.column("time"), mask))
         sessions = pc.call("dictionary_encode", [_contiguous(pc.filter(t.column("session"), mask))])
         names: list[str] = []
@@ -389,23 +392,31 @@ class IndexWindow:
         """The ``recent`` sessions of latest activity plus ``session`` when it
         has events, each with its newest ``tail`` events; the rest aggregated.
 
-        ``value_counts`` sizes every session; ``index_in`` of the distinct
-        codes into the codes (and into them reversed) finds each session's
-        first and last row; only the distinct sessions reach Python."""
+        The codes are numbered densely in order of first appearance
+        (``dictionary_encode``); numpy then counts each session's rows and
+        finds its first row (where the running largest number grows) and its
+        last; only the distinct sessions reach Python."""
+        import numpy as np
+
         numbers, times, keys, names = self._session_keys(self._showable())
         n = len(keys)
         if n == 0:
             return SessionWindow((), None)
-        counted = pc.call("value_counts", [keys])
-        codes = counted.field(0)
-        counts: list[int] = counted.field(1).to_pylist()
-        firsts = pc.call("index_in", [codes], _set_options(keys))
-        backwards = pc.call("take", [keys, pc.call("subtract", [n - 1, _numbers(n)])])
-        lasts = pc.call("subtract", [n - 1, pc.call("index_in", [codes], _set_options(backwards))])
-        first_times: list[int] = pc.call("take", [times, firsts]).to_pylist()
-        last_times: list[int] = pc.call("take", [times, lasts]).to_pylist()
-        last_rows: list[int] = lasts.to_pylist()
-        code_list: list[int] = codes.to_pylist()
+        encoded = pc.call("dictionary_encode", [keys])
+        code_list: list[int] = encoded.dictionary.to_pylist()
+        dense = pc.to_numpy(encoded.indices, "int32")
+        counts: list[int] = np.bincount(dense, minlength=len(code_list)).tolist()
+        running = np.maximum.accumulate(dense)
+        appears = np.empty(n, dtype=bool)
+        appears[0] = True
+        np.greater(running[1:], running[:-1], out=appears[1:])
+        firsts = np.flatnonzero(appears)  # the first row of each number, in order
+        lasts = np.zeros(len(code_list), dtype=np.int64)
+        np.maximum.at(lasts, dense, np.arange(n, dtype=np.int64))
+        at = pc.to_numpy(times, "int64")
+        first_times: list[int] = at[firsts].tolist()
+        last_times: list[int] = at[lasts].tolist()
+        last_rows: list[int] = lasts.tolist()
         order = sorted(range(len(code_list)), key=lambda i: last_rows[i])
         chosen = order[-recent:] if recent > 0 else []
         wanted = names.index("s:" + session) if session and "s:" + session in names else None
@@ -466,14 +477,11 @@ class IndexWindow:
         return {key: [by_row[r] for r in reversed(rows)] for key, rows in picked.items()}
 
 
-def _numbers(n: int) -> pa.Array:
-    """0, 1, … n-1 as an int64 array."""
-    import pyarrow as pa
+def _positions(mask: Column) -> pa.Array:
+    """The row numbers where ``mask`` is true (null: false), as an int64 array."""
+    import numpy as np
 
-    if n == 0:
-        return pa.array([], pa.int64())
-    ones = pa.repeat(pa.scalar(1, pa.int64()), n)
-    return pc.call("subtract", [pc.call("cumulative_sum", [ones]), 1])
+    return pc.int64s(np.flatnonzero(pc.to_numpy(pc.false_if_null(mask), "bool")))
 
 
 def _falses(n: int) -> Column:

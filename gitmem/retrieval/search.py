@@ -484,8 +484,16 @@ def _vector_floor(view: Any, q: Any, allowed: Any) -> float:
     else:
         derived = _derived(view, allowed)
         if derived.sample is None:
-            keys = view.key_values()[allowed]
-            derived.sample = fusions.FloorSample(view.vectors, fusions.sample(keys))
+            import numpy as np
+
+            ordered = derived.keys
+            if ordered is not None and len(ordered) == np.count_nonzero(allowed):
+                # no two allowed events share a key: the sample is the
+                # smallest of the allowed keys the vector side sorted already
+                chosen = ordered[: fusions.FLOOR_SAMPLE]
+            else:
+                chosen = fusions.sample(view.key_values()[allowed])
+            derived.sample = fusions.FloorSample(view.vectors, chosen)
         sample = derived.sample
     return sample.floor(q)
 
