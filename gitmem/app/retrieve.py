@@ -17,7 +17,6 @@ from gitmem.errors import GitmemError
 from gitmem.memory.event import Event
 from gitmem.memory.query import EventFilter
 from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg
-from gitmem.retrieval import overlap
 
 if TYPE_CHECKING:
     from gitmem.embed.base import Embedder
@@ -219,50 +218,18 @@ def _embedder(view: IndexView) -> Embedder | None:
         return None
 
 
-class SearchHits:
-    """The hybrid search of one branch as the context and ask builders call
-    it: ``(query, limit, types) -> events``."""
+def search_fn(
+    view: IndexView, now_us: int, branch: BranchArg = CURRENT_BRANCH
+) -> Callable[[str, int, Sequence[str]], list[Event]]:
+    """The hybrid search of ``branch`` as the context and ask builders call it."""
+    from gitmem.retrieval.search import search as run_search
 
-    def __init__(self, view: IndexView, now_us: int, branch: BranchArg, *, ahead: bool) -> None:
-        self.view, self.now_us, self.branch = view, now_us, branch
-        # What a search opens first (the full-text and vector indexes, the
-        # query embedder: ~150 ms at a million events) opens on the worker
-        # thread while the caller reads the branch (Arrow lets go of the GIL).
-        self._ready = overlap.submit(partial(_open_search, view)) if ahead else None
-
-    def __call__(self, query: str, limit: int, types: Sequence[str]) -> list[Event]:
-        from gitmem.retrieval.search import search as run_search
-
-        self.settle()
+    def hits(query: str, limit: int, types: Sequence[str]) -> list[Event]:
         where = EventFilter(types=tuple(types), include_redacted=False)
-        found = run_search(
-            self.view, query, limit=limit, where=where, now=self.now_us, branch=self.branch
-        )
+        found = run_search(view, query, limit=limit, where=where, now=now_us, branch=branch)
         return [h.event for h in found.hits]
 
-    def settle(self) -> None:
-        """Wait for what opens ahead (before a search, or the view's closing)."""
-        ready, self._ready = self._ready, None
-        if ready is not None:
-            try:
-                ready.result()
-            except Exception:  # the search meets it again, and reports it
-                pass
-
-
-def _open_search(view: IndexView) -> None:
-    view.fulltext  # noqa: B018  # opened on first use
-    if view.vectors is not None:
-        view.embedder  # noqa: B018
-
-
-def search_fn(
-    view: IndexView, now_us: int, branch: BranchArg = CURRENT_BRANCH, *, ahead: bool = False
-) -> SearchHits:
-    """The hybrid search of ``branch`` as the context and ask builders call
-    it (``ahead``: open what it needs on the worker thread now; call
-    :meth:`SearchHits.settle` before the view closes)."""
-    return SearchHits(view, now_us, branch, ahead=ahead)
+    return hits
 
 
 def stale_fn(location: RepoLocation) -> StaleFn:
@@ -322,8 +289,6 @@ def context(
         code = None
         graph = None
         on = _branch(view, branch)
-        hits = search_fn(view, now_us, on, ahead=bool(query and query.strip()))
-        stack.callback(hits.settle)  # nothing opens after the view closes
         if query and query.strip():
             index = open_code_index(view.location, view.config, code_index)
             if index is not None:
@@ -336,7 +301,7 @@ def context(
             query=query,
             budget=budget,
             now=now_us,
-            search=hits,
+            search=search_fn(view, now_us, on),
             paths=list(paths) if paths is not None else files_in_play(view.location),
             active_capsule=active.get("capsule"),
             session=active.get("session"),
