@@ -83,7 +83,10 @@ class KeyRows:
         ordered, order = self.in_order()
         at = np.minimum(np.searchsorted(ordered, wanted), len(ordered) - 1)
         found = ordered[at] == wanted
-        return [int(order[i]) if ok else None for i, ok in zip(at, found, strict=True)]
+        rows: list[int] = order[
+            at
+        ].tolist()  # (Python ints at once: numpy scalars one by one cost more)
+        return [row if ok else None for row, ok in zip(rows, found.tolist(), strict=True)]
 
 
 def _leading16(values: NDArray[np.uint64]) -> NDArray[np.uint16]:
