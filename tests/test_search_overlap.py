@@ -274,3 +274,18 @@ def test_commit_links_by_scope_are_a_scan_of_every_link(
     assert links.find(capsules, sessions) == expected  # the groups, and bodies remembered
     assert links.find(capsules[::-1], sessions[::-1]) == expected
     assert len(links) == sum(kind == "commit_link" for kind, *_rest in rows)
+
+
+def test_a_job_submitted_from_the_worker_runs_at_once() -> None:
+    # a search run by a job on the worker thread submits its own reads: they
+    # must not wait behind the job that waits for them
+    def outer() -> tuple[str, int]:
+        inner = overlap.submit(lambda: (threading.current_thread().name, 6 * 7))
+        return inner.result()
+
+    answers: list[tuple[str, int]] = []
+    waiting = threading.Thread(target=lambda: answers.append(overlap.submit(outer).result()))
+    waiting.daemon = True  # a worker waiting for itself must fail the test, not hang it
+    waiting.start()
+    waiting.join(20)
+    assert answers == [("gitmem-overlap", 42)]

@@ -6,9 +6,16 @@
 memory-mapped events table, and only the chosen rows are turned into
 :class:`~gitmem.memory.event.Event` objects (decoding JSON is what costs).
 Session statistics are computed column-wise: each showable row gets an
-integer session code from Arrow kernels, then ``value_counts`` gives the
-sizes and ``index_in`` the first and last row of every session, so 100,000
-events cost a few milliseconds and only the distinct sessions reach Python.
+integer session code from Arrow kernels (looked up beyond its scope session
+only for the rows without one), then numpy gives the size and the first and
+last row of every session, so a million events cost tens of milliseconds
+and only the distinct sessions reach Python.
+
+A pack asks the window a dozen questions about one branch: the branch's
+rows (its pool), the rows of some types (from the view's type codes,
+:mod:`gitmem.index.codes`) and the visible ones are computed once and
+shared; a few rows are sliced out of the table rather than filtered with a
+mask over every row.
 
 The session keys are exactly those of
 :func:`gitmem.memory.window.session_key` (scope session, the
@@ -386,7 +393,7 @@ class IndexWindow:
         merged[np.flatnonzero(pc.to_numpy(pc.call("is_null", [scoped]), "bool"))] = pc.to_numpy(
             pc.call("coalesce", keys), "int64"
         )
-        return numbers, times, pa.array(merged, pa.int64()), names
+        return numbers, times, pc.int64s(merged), names
 
     def sessions(self, recent: int, session: str | None, tail: int) -> SessionWindow:
         """The ``recent`` sessions of latest activity plus ``session`` when it
