@@ -13,6 +13,7 @@ same both ways (``tests/test_window.py`` compares the windows method by method).
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -331,6 +332,27 @@ def test_pins_of_events_on_another_branch(store: Path) -> None:
         assert [i.id for i in pack.tier("binding").items] == [on_main.id]
         same_answer(store, None, view, branch="b1")
         same_answer(store, "db.engine", view, branch="b1")
+
+
+def test_a_pack_and_an_answer_for_another_branch_search_that_branch(tmp_path: Path) -> None:
+    from gitmem.app.retrieve import ask as app_ask
+    from gitmem.app.retrieve import context as app_context
+
+    repo = scratch_repo(tmp_path / "repo")
+    git(repo, "branch", "b1")
+    with Memory.open(repo) as mem:
+        (theirs,) = mem.append_many(
+            [Draft("note", {"text": "okapi gauge on b1"}, "x", branch="b1")]
+        )
+        ours = mem.note("okapi gauge on main", session="x")
+    # checked out: main; asked about: b1, which does not follow the trunk's notes
+    for branch, shown, hidden in (("b1", theirs.id, ours.id), ("main", ours.id, theirs.id)):
+        pack = app_context(repo, "okapi gauge", now_us=wall_us(), branch=branch, paths=[])
+        found = [item.id for item in pack.tier("hits").items]
+        assert shown in found and hidden not in found
+        answer = app_ask(repo, "okapi gauge", now_us=wall_us(), branch=branch)
+        related = json.dumps(answer.to_json())
+        assert hidden not in related
 
 
 def test_redaction_matches_and_leaks_nothing(store: Path) -> None:

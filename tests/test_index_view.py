@@ -134,7 +134,7 @@ def test_a_view_keeps_one_window_per_branch_and_follows_a_checkout(tmp_path: Pat
 def test_the_last_events_are_taken_by_position(tmp_path: Path, limit: int) -> None:
     import pyarrow as pa
 
-    from gitmem.index import view as view_module
+    from gitmem.index import compute
 
     repo = scratch_repo(tmp_path / "repo")
     with Memory.open(repo) as mem:
@@ -150,7 +150,7 @@ def test_the_last_events_are_taken_by_position(tmp_path: Path, limit: int) -> No
         assert table.column("id").num_chunks == 3
         ids = table.column("id").to_pylist()
         for positions in ([0], [1, 2, 3, 9], [0, 5, 6, 7, 19], list(range(20)), []):
-            picked = view_module._rows_at(table, np.asarray(positions, dtype=np.intp))
+            picked = compute.rows_at(table, np.asarray(positions, dtype=np.intp))
             assert picked.column("id").to_pylist() == [ids[p] for p in positions]
 
 

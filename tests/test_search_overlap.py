@@ -177,3 +177,115 @@ def test_linked_commit_is_the_first_link_of_the_scan(
     scopes = ([capsule] if capsule else [], [session] if session else [])
     by_scope = search_module._links_by_scope(_Links(links), *scopes)
     assert search_module._linked_commit(by_scope, time, capsule, session) == expected
+
+
+class _InTurn:
+    """What overlap.submit returns when the job ran at once, in the caller's thread."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def result(self) -> Any:
+        return self.value
+
+
+@pytest.mark.parametrize("background", [False, True])
+def test_tantivy_reads_beside_the_vector_side(
+    varied: IndexView, background: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With an embedder that runs in place, the full-text candidates are read on
+    # the worker thread while the vector side reads here; with one that runs in
+    # the background, the vector candidates' BM25 are. Either way the result is
+    # exactly that of running every step in turn on one thread.
+    view = varied
+    fulltext = view.fulltext
+    threads: dict[str, list[str]] = {"search_keys": [], "scores_of": []}
+    for name, calls in threads.items():
+        method = getattr(fulltext, name)
+
+        def recorded(*args: Any, _method: Any = method, _calls: Any = calls, **kw: Any) -> Any:
+            _calls.append(threading.current_thread().name)
+            return _method(*args, **kw)
+
+        monkeypatch.setattr(fulltext, name, recorded)
+    queries = ("cache retry", "flaky network test", "schema migration rollback")
+    embedder = Wrapped(view.embedder, background=background)
+    beside = [search(view, q, now=NOW, embedder=embedder) for q in queries]
+    keys_on, scores_on = list(threads["search_keys"]), list(threads["scores_of"])
+    with monkeypatch.context() as m:
+        m.setattr(overlap, "submit", lambda fn: _InTurn(fn()))
+        in_turn = [search(view, q, now=NOW, embedder=embedder) for q in queries]
+    here = threading.current_thread().name
+    assert keys_on and scores_on
+    assert set(keys_on) == ({here} if background else {"gitmem-overlap"})
+    assert set(scores_on) == ({"gitmem-overlap"} if background else {here})
+    for one, two in zip(beside, in_turn, strict=True):
+        assert one.hits and _json(one) == _json(two)
+        assert (one.lexical_candidates, one.vector_candidates) == (
+            two.lexical_candidates,
+            two.vector_candidates,
+        )
+
+
+def _links_table(rows: list[tuple[str, int, str | None, str | None, str | None]]) -> Any:
+    import pyarrow as pa
+
+    names = {"type": pa.string(), "time": pa.int64(), "session": pa.string()}
+    names |= {"capsule": pa.string(), "body": pa.string()}
+    columns = {
+        n: pa.array([row[i] for row in rows], kind) for i, (n, kind) in enumerate(names.items())
+    }
+    return pa.table(columns)
+
+
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.sampled_from(["commit_link", "note"]),
+            st.integers(0, 20),
+            st.sampled_from([None, "s1", "s2", "s3"]),
+            st.sampled_from([None, "c1", "c2", "c3"]),
+            st.one_of(st.none(), st.text("abcdef0123456789", min_size=4, max_size=4)),
+        ),
+        max_size=30,
+    ).map(lambda xs: sorted(xs, key=lambda x: x[1])),
+    capsules=st.lists(st.sampled_from(["c1", "c2", "c4"]), max_size=3),
+    sessions=st.lists(st.sampled_from(["s1", "s3", "s4"]), max_size=3),
+)
+def test_commit_links_by_scope_are_a_scan_of_every_link(
+    rows: list[tuple[str, int, str | None, str | None, str | None]],
+    capsules: list[str],
+    sessions: list[str],
+) -> None:
+    import json
+
+    from gitmem.index.links import CommitLinks
+
+    table = _links_table(
+        [(k, t, s, c, json.dumps({"sha": sha}) if sha else None) for k, t, s, c, sha in rows]
+    )
+    expected = [
+        (t, s, c, sha)
+        for kind, t, s, c, sha in rows
+        if kind == "commit_link" and (c in capsules or s in sessions)
+    ]
+    links = CommitLinks(table)
+    assert links.find(capsules, sessions) == expected  # a scan of the links
+    assert links.find(capsules, sessions) == expected  # the groups, and bodies remembered
+    assert links.find(capsules[::-1], sessions[::-1]) == expected
+    assert len(links) == sum(kind == "commit_link" for kind, *_rest in rows)
+
+
+def test_a_job_submitted_from_the_worker_runs_at_once() -> None:
+    # a search run by a job on the worker thread submits its own reads: they
+    # must not wait behind the job that waits for them
+    def outer() -> tuple[str, int]:
+        inner = overlap.submit(lambda: (threading.current_thread().name, 6 * 7))
+        return inner.result()
+
+    answers: list[tuple[str, int]] = []
+    waiting = threading.Thread(target=lambda: answers.append(overlap.submit(outer).result()))
+    waiting.daemon = True  # a worker waiting for itself must fail the test, not hang it
+    waiting.start()
+    waiting.join(20)
+    assert answers == [("gitmem-overlap", 42)]

@@ -171,9 +171,9 @@ def test_best_sorts_only_what_can_reach_the_top() -> None:
 
 @given(st.lists(st.integers(0, 2**64 - 1), max_size=40), st.booleans())
 def test_key_array_is_unique_sorted_whatever_it_is_given(keys: list[int], presorted: bool) -> None:
-    from gitmem.index.vectors import _key_array
+    from gitmem.index.vectors import key_array
 
     given_keys: Any = np.unique(np.asarray(keys, dtype=np.uint64)) if presorted else keys
-    got = _key_array(given_keys)
+    got = key_array(given_keys)
     assert got.dtype == np.uint64
     assert got.tolist() == sorted(set(keys))

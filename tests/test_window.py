@@ -188,6 +188,8 @@ def answers(window: BranchWindow, ids: list[str]) -> dict[str, Any]:
     out["hidden"] = window.hidden()
     out["decisions"] = window.decisions()
     out["capsule_counts"] = window.capsule_counts()
+    for chosen in ([], ids[::2], [*ids[:3], "nope"]):
+        out[f"capsule_counts{chosen}"] = window.capsule_counts(chosen)
     for recent in (0, 1, 4):
         for session in (None, "s0", "s2", "nope"):
             for tail in (0, 2, 20):

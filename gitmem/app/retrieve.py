@@ -123,6 +123,11 @@ def open_code_index(
     """The code index: the directory ``code_index`` when given (one that
     :func:`~gitmem.graph.codeindex.build_code_index` wrote), else the code
     graph's; None when there is none."""
+    from gitmem.graph.paths import has_graph
+
+    if code_index is None and not has_graph(location):
+        return None  # one stat, without loading the code graph's modules (~100 ms)
+
     from gitmem.graph.codeindex import CodeIndex
     from gitmem.index.manifest import index_root
     from gitmem.retrieval.codesearch import code_index_dir
@@ -213,13 +218,16 @@ def _embedder(view: IndexView) -> Embedder | None:
         return None
 
 
-def search_fn(view: IndexView, now_us: int) -> Callable[[str, int, Sequence[str]], list[Event]]:
-    """The hybrid search as the context and ask builders call it."""
+def search_fn(
+    view: IndexView, now_us: int, branch: BranchArg = CURRENT_BRANCH
+) -> Callable[[str, int, Sequence[str]], list[Event]]:
+    """The hybrid search of ``branch`` as the context and ask builders call it."""
     from gitmem.retrieval.search import search as run_search
 
     def hits(query: str, limit: int, types: Sequence[str]) -> list[Event]:
         where = EventFilter(types=tuple(types), include_redacted=False)
-        return [h.event for h in run_search(view, query, limit=limit, where=where, now=now_us).hits]
+        found = run_search(view, query, limit=limit, where=where, now=now_us, branch=branch)
+        return [h.event for h in found.hits]
 
     return hits
 
@@ -280,6 +288,7 @@ def context(
         active = read_active(view.location)
         code = None
         graph = None
+        on = _branch(view, branch)
         if query and query.strip():
             index = open_code_index(view.location, view.config, code_index)
             if index is not None:
@@ -292,12 +301,12 @@ def context(
             query=query,
             budget=budget,
             now=now_us,
-            search=search_fn(view, now_us),
+            search=search_fn(view, now_us, on),
             paths=list(paths) if paths is not None else files_in_play(view.location),
             active_capsule=active.get("capsule"),
             session=active.get("session"),
             capsule_idle=idle_limit_us(view.config),
-            branch=_branch(view, branch),
+            branch=on,
             stale=stale_fn(view.location),
             code=code,
             graph=graph,
@@ -324,13 +333,14 @@ def ask(
     from gitmem.retrieval.ask import ask as run_ask
 
     with open_view(repo) as view:
+        on = _branch(view, branch)
         return run_ask(
             view,
             query,
             include_superseded=include_superseded,
-            search=search_fn(view, now_us),
+            search=search_fn(view, now_us, on),
             limit=limit,
-            branch=_branch(view, branch),
+            branch=on,
             stale=stale_fn(view.location),
         )
 
@@ -340,13 +350,18 @@ def code_graph(repo: Repo) -> GraphView | None:
     code index'); None otherwise (readers that can do without it, like
     ``why``, then work on paths alone, rather than parse a whole repository
     unasked)."""
-    from gitmem.graph.build import graph_root
-    from gitmem.graph.manifest import read_manifest
-    from gitmem.graph.view import GraphView
+    from gitmem.graph.paths import has_graph
     from gitmem.storage.locate import locate
 
     try:
-        if read_manifest(graph_root(locate(repo, any_format=True))) is None:
+        location = locate(repo, any_format=True)
+        if not has_graph(location):
+            return None  # one stat, without loading the code graph's modules
+        from gitmem.graph.build import graph_root
+        from gitmem.graph.manifest import read_manifest
+        from gitmem.graph.view import GraphView
+
+        if read_manifest(graph_root(location)) is None:
             return None
         return GraphView.open(repo)
     except (GitmemError, OSError):

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
 from gitmem.errors import IndexDamagedError
+from gitmem.index import compute
 
 if TYPE_CHECKING:
     import numpy as np
@@ -123,7 +124,7 @@ def _positions(ordered: NDArray[np.uint64], wanted: NDArray[np.uint64]) -> NDArr
     return found
 
 
-def _key_array(keys: Keys) -> NDArray[np.uint64]:
+def key_array(keys: Keys) -> NDArray[np.uint64]:
     """``keys`` as a sorted array without repeats (an array that already is
     one is taken as it is: checking costs a millisecond for a million keys,
     sorting them again 140)."""
@@ -132,7 +133,7 @@ def _key_array(keys: Keys) -> NDArray[np.uint64]:
     array = np.asarray(keys, dtype=np.uint64)
     if array.ndim == 1 and (len(array) < 2 or bool(np.all(array[1:] > array[:-1]))):
         return array
-    return np.unique(array)
+    return compute.sorted_distinct(array)  # type: ignore[no-any-return]
 
 
 class Vectors:
@@ -213,10 +214,14 @@ class Vectors:
         query: NDArray[np.float32],
         limit: int,
         allowed: Keys | None = None,
+        *,
+        ordered: bool = False,
     ) -> list[tuple[int, float]]:
         """(key, cosine similarity) best first, ties (at 6 decimals) by key.
 
-        ``allowed`` restricts the keys. Up to ``EXACT_LIMIT`` candidates (the
+        ``allowed`` restricts the keys (``ordered``: it is a numpy array
+        already sorted without repeats, which checking again would cost a
+        pass over it, ~0.3 ms for 400,000 keys). Up to ``EXACT_LIMIT`` candidates (the
         allowed keys, or the whole index) are scored exactly; otherwise the
         approximate search widens until enough of its results are allowed, and
         those are rescored exactly (see the module docstring).
@@ -227,7 +232,10 @@ class Vectors:
         if limit <= 0 or size == 0:
             return []
         q = np.asarray(query, dtype=np.float64).reshape(self.dim)
-        wanted = None if allowed is None else _key_array(allowed)
+        if allowed is None or ordered:
+            wanted = None if allowed is None else np.asarray(allowed, dtype=np.uint64)
+        else:
+            wanted = key_array(allowed)
         if size <= EXACT_LIMIT:
             matrix = self._everything()
             if wanted is not None:
@@ -246,7 +254,7 @@ class Vectors:
             count = min(size, count * 4)
         # Rescore exactly: with and without a filter, the same event then gets
         # the same cosine (usearch's int8 distance differs by up to ~0.01).
-        return self._exact(q, np.unique(found), limit)
+        return self._exact(q, compute.sorted_distinct(found), limit)
 
     def _everything(self) -> _Matrix:
         """Every vector of the index, read once (see the module docstring)."""

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitmem.index.vectors import VECTORS_FILE, Keys, Vectors
+from gitmem.index.vectors import VECTORS_FILE, Keys, Vectors, key_array
 
 if TYPE_CHECKING:
     import numpy as np
@@ -190,15 +190,23 @@ class VectorShards:
         self.dirty = set()
 
     def search(
-        self, query: NDArray[np.float32], limit: int, allowed: Keys | None = None
+        self,
+        query: NDArray[np.float32],
+        limit: int,
+        allowed: Keys | None = None,
+        *,
+        ordered: bool = False,
     ) -> list[tuple[int, float]]:
         """(key, cosine similarity) best first, ties (at 6 decimals) by key:
-        the best ``limit`` of every shard's best ``limit``."""
+        the best ``limit`` of every shard's best ``limit`` (``ordered``: as
+        for :meth:`Vectors.search`)."""
         if len(self.shards) == 1:
-            return self.shards[0].search(query, limit, allowed)
+            return self.shards[0].search(query, limit, allowed, ordered=ordered)
+        if allowed is not None and not ordered:
+            allowed = key_array(allowed)  # once, not per shard
         found: dict[int, float] = {}
         for shard in self.shards:
-            for key, score in shard.search(query, limit, allowed):
+            for key, score in shard.search(query, limit, allowed, ordered=True):
                 found.setdefault(key, score)
         pairs = sorted(found.items(), key=lambda p: (-round(p[1], 6), p[0]))
         return pairs[:limit]

@@ -16,7 +16,6 @@ the old ones for hours.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from types import TracebackType
@@ -41,9 +40,11 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from gitmem.embed.base import Embedder
+    from gitmem.index.codes import Codes
     from gitmem.index.compute import Column
     from gitmem.index.fulltext import FullText
     from gitmem.index.keyrows import KeyRows
+    from gitmem.index.links import CommitLinks
     from gitmem.index.vectorshards import VectorShards
     from gitmem.index.window import IndexWindow
     from gitmem.memory.source import BranchKwargs
@@ -95,11 +96,12 @@ class IndexView:
         self._embedder_loaded = False
         self._keys: KeyRows | None = None
         self._commit_counts: tuple[Any, Any] | None = None  # per memory commit: its events
-        self._links: Any = None  # the commit_link rows' time, session, capsule, body
+        self._links: CommitLinks | None = None  # the commit links, by capsule and session
         # Per branch (resolved: a checkout between two queries changes the key),
         # what its queries share: the table never changes under a view.
         self._pools: dict[tuple[str | None, str | None], Column] = {}
         self._windows: dict[tuple[str | None, bool, str | None], IndexWindow] = {}
+        self._codes: dict[str, Codes] = {}
         self._closed = False
 
     # lifetime ------------------------------------------------------------------------
@@ -116,7 +118,7 @@ class IndexView:
         self._table = self._members = None
         self._fulltext = self._vectors = self._embedder = None
         self._keys = self._links = self._commit_counts = None
-        self._pools, self._windows = {}, {}
+        self._pools, self._windows, self._codes = {}, {}, {}
         if fulltext is not None:
             fulltext.close()
         if vectors is not None:
@@ -235,6 +237,9 @@ class IndexView:
 
     def values_at(self, column: str, rows: Sequence[int]) -> list[Any]:
         """One column's values at row positions (as Python values of the column's type)."""
+        if column == "key64":  # kept as one numpy array already
+            keys: list[Any] = self._key_rows().values[list(rows)].tolist()
+            return keys
         values = self.table.column(column)
         return [values[r].as_py() for r in rows]
 
@@ -252,6 +257,12 @@ class IndexView:
         key lookups and by searches that pick the allowed keys in order."""
         return self._key_rows().in_order()
 
+    @property
+    def keys_ordered(self) -> bool:
+        """Whether :meth:`keys_in_order` is computed already (key lookups
+        order the keys after their first few scans)."""
+        return self._key_rows().is_sorted
+
     def _key_rows(self) -> KeyRows:
         if self._keys is None:
             from gitmem.index.keyrows import KeyRows
@@ -264,26 +275,15 @@ class IndexView:
     ) -> list[tuple[int, str | None, str | None, str | None]]:
         """(time, session, capsule, sha) of every commit_link event in one of
         ``capsules`` or ``sessions``, in (time, id) order. The commit links
-        are picked from the table once; only the ones asked for are decoded
-        (a million events hold tens of thousands)."""
+        are picked from the table and grouped once per view (a million events
+        hold tens of thousands); see :mod:`gitmem.index.links`."""
         if self._links is None:
-            # columns first: filtering the whole table copies every body
-            columns = self.table.select(["time", "session", "capsule", "body"])
-            self._links = pc.filter(columns, pc.equal(self.table.column("type"), "commit_link"))
+            from gitmem.index.links import CommitLinks
+
+            self._links = CommitLinks(self.table)
         if not capsules and not sessions:
             return []
-        links = self._links
-        wanted = pc.or_(
-            pc.false_if_null(pc.is_in(links.column("capsule"), list(capsules))),
-            pc.false_if_null(pc.is_in(links.column("session"), list(sessions))),
-        )
-        cols = pc.filter(links, wanted).to_pydict()
-        return [
-            (t, s, c, json.loads(b).get("sha") if b else None)
-            for t, s, c, b in zip(
-                cols["time"], cols["session"], cols["capsule"], cols["body"], strict=True
-            )
-        ]
+        return self._links.find(capsules, sessions)
 
     # selection ------------------------------------------------------------------------
     def _commits(self, ref: str) -> Column:
@@ -305,7 +305,7 @@ class IndexView:
 
     def pool_mask(self, branch: BranchArg = CURRENT_BRANCH, trunk: str | None = None) -> Column:
         """The rows a branch sees: its own chain, plus what it follows from the
-        trunk (computed once per branch and view: ~20 ms at a million rows)."""
+        trunk (computed once per branch and view: ~50-100 ms at a million rows)."""
         branch = self.branch if isinstance(branch, CurrentBranch) else branch
         key = (branch, trunk)
         if key not in self._pools:
@@ -314,23 +314,41 @@ class IndexView:
 
     def _pool_mask(self, branch: str | None, trunk: str | None) -> Column:
         import pyarrow as pa
+        import pyarrow._compute as _c
 
         commit = self.table.column("commit")
         own_ref = self._own_ref(branch)
-        own = (
-            pc.is_in(commit, value_set=self._commits(own_ref))
-            if own_ref is not None
-            else pc.invert(pc.all_true(self.table.num_rows))
-        )
+        own = self._commits(own_ref) if own_ref is not None else pa.array([], pa.string())
         mode = self._follow_trunk(trunk)
         trunk_name = self.trunk if mode != "none" else None
         if trunk_name is None or trunk_name == branch:
-            return own
-        extra = pc.is_in(commit, value_set=self._commits(layout.branch_ref(trunk_name)))
+            return pc.false_if_null(pc.is_in(commit, value_set=own))
+        # One pass over the million commit ids for both chains: each row's
+        # position among the branch's commits, then the trunk's others.
+        # (Codes of the commit column would not pay: encoding them costs
+        # what this pass costs.)
+        theirs = self._commits(layout.branch_ref(trunk_name))
+        theirs = pc.filter(theirs, pc.invert(pc.false_if_null(pc.is_in(theirs, value_set=own))))
+        both = pa.concat_arrays([_array(own), _array(theirs)])
+        found = pc.call("index_in", [commit], _c.SetLookupOptions(both))
+        at = pc.to_numpy(pc.call("coalesce", [found, pa.scalar(-1, pa.int32())]), "int32")
+        rows = (at >= 0) & (at < len(own))
+        extra = at >= len(own)
         if mode != "all":
-            types = pa.array(sorted(TRUNK_TYPES))
-            extra = pc.and_(extra, pc.is_in(self.table.column("type"), value_set=types))
-        return pc.or_(own, extra)
+            extra &= self.codes("type").mask(sorted(TRUNK_TYPES))
+        return pc.bools(rows | extra)
+
+    def codes(self, column: str) -> Codes:
+        """A string column as integer codes, encoded once per view (the
+        ``type`` column: the rows of some types, asked for again and again
+        by a context pack; see :mod:`gitmem.index.codes`)."""
+        if self._closed:
+            raise _closed()
+        if column not in self._codes:
+            from gitmem.index.codes import Codes
+
+            self._codes[column] = Codes(self.table.column(column))
+        return self._codes[column]
 
     def _follow_trunk(self, trunk: str | None) -> str:
         return follow_mode(self.config, trunk)
@@ -353,10 +371,12 @@ class IndexView:
             return mask
 
         def member(column: str, values: Sequence[str]) -> Column:
-            return pc.false_if_null(pc.is_in(t.column(column), value_set=pa.array(list(values))))
+            return pc.false_if_null(
+                pc.is_in(t.column(column), value_set=pa.array(list(values), pa.string()))
+            )
 
         if where.types:
-            mask = pc.and_(mask, member("type", where.types))
+            mask = pc.and_(mask, pc.bools(self.codes("type").mask(where.types)))
         if where.since is not None:
             mask = pc.and_(mask, pc.greater_equal(t.column("time"), where.since))
         if where.until is not None:
@@ -391,7 +411,7 @@ class IndexView:
             if limit:
                 # Only the last rows are wanted: take them, instead of copying
                 # every allowed row (a million, with their bodies) to keep 20.
-                return rows_to_events(_rows_at(self.table, _last_true(mask, limit)))
+                return rows_to_events(pc.rows_at(self.table, _last_true(mask, limit)))
             return rows_to_events(pc.filter(self.table, mask))
         rows = pc.filter(self.table, mask)
         chosen = [e for e in rows_to_events(rows) if where.matches(e)]
@@ -487,18 +507,10 @@ def _last_true(mask: Any, limit: int) -> Any:
     return np.flatnonzero(pc.to_numpy(pc.false_if_null(mask), "bool"))[-limit:]
 
 
-def _rows_at(table: Any, positions: Any) -> Any:
-    """The rows of ``table`` at ``positions`` (ascending), as zero-copy slices
-    of each run of neighbours: ``take`` on a table of many chunks first
-    joins every chunk of every column (0.8 s and a gigabyte for a million
-    events, to keep 20 rows)."""
-    import numpy as np
+def _array(values: Column) -> Any:
+    """``values`` as one array (a filter of a table's column has chunks)."""
     import pyarrow as pa
 
-    if not len(positions):
-        return table.slice(0, 0)
-    breaks = np.flatnonzero(np.diff(positions) != 1) + 1
-    starts = np.concatenate(([0], breaks))
-    ends = np.concatenate((breaks, [len(positions)]))
-    pieces = [table.slice(int(positions[a]), int(b - a)) for a, b in zip(starts, ends, strict=True)]
-    return pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
+    if isinstance(values, pa.ChunkedArray):
+        return values.combine_chunks()
+    return values

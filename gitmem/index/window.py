@@ -6,9 +6,16 @@
 memory-mapped events table, and only the chosen rows are turned into
 :class:`~gitmem.memory.event.Event` objects (decoding JSON is what costs).
 Session statistics are computed column-wise: each showable row gets an
-integer session code from Arrow kernels, then ``value_counts`` gives the
-sizes and ``index_in`` the first and last row of every session, so 100,000
-events cost a few milliseconds and only the distinct sessions reach Python.
+integer session code from Arrow kernels (looked up beyond its scope session
+only for the rows without one), then numpy gives the size and the first and
+last row of every session, so a million events cost tens of milliseconds
+and only the distinct sessions reach Python.
+
+A pack asks the window a dozen questions about one branch: the branch's
+rows (its pool), the rows of some types (from the view's type codes,
+:mod:`gitmem.index.codes`) and the visible ones are computed once and
+shared; a few rows are sliced out of the table rather than filtered with a
+mask over every row.
 
 The session keys are exactly those of
 :func:`gitmem.memory.window.session_key` (scope session, the
@@ -27,7 +34,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gitmem.index import compute as pc
 from gitmem.index.decode import EVENT_COLUMNS, rows_to_events
@@ -55,6 +62,7 @@ if TYPE_CHECKING:
 __all__ = ["IndexWindow", "window"]
 
 DAY_US = 86_400_000_000
+SLICED_ROWS = 1_000  # rows taken by slicing the table; more are filtered with a mask
 DAY_CODE = 1 << 40  # session codes from here on are UTC days (see _session_keys)
 
 
@@ -87,9 +95,7 @@ class IndexWindow:
         self.branch_kwargs: BranchKwargs = {**branch_kwargs}
         self._pool: pa.Array | None = None
         self._visible: pa.Array | None = None
-        self._rownum: pa.Array | None = None
         self._hidden: frozenset[str] | None = None
-        self._types: tuple[pa.Array, list[str]] | None = None
         self._cache: dict[tuple[str, ...], list[Event]] = {}
         self._ledger: DecisionLedger | None = None
         self._book: DecisionBook | None = None
@@ -118,65 +124,59 @@ class IndexWindow:
             self._visible = _contiguous(pc.and_(self.pool, shown))
         return self._visible
 
-    @property
-    def rownum(self) -> pa.Array:
-        """0, 1, … n-1 (row numbers, to take full rows after filtering light columns)."""
-        if self._rownum is None:
-            self._rownum = _numbers(self.table.num_rows)
-        return self._rownum
-
     def _of(self, mask: Column) -> Column:
         """``mask`` restricted to the branch's rows."""
         return pc.and_(self.pool, mask)
 
     def _type_is(self, types: Sequence[str]) -> Column:
-        """Rows of these types (any branch).
+        """Rows of these types (any branch), from the view's type codes: a
+        lookup per row instead of hashing a million strings."""
+        return pc.bools(self.view.codes("type").mask(types))
 
-        The type column is dictionary-encoded once per window: a mask is then
-        a lookup of a few small integers instead of hashing 100,000 strings."""
-        import pyarrow as pa
-
-        if self._types is None:
-            encoded = pc.call("dictionary_encode", [_contiguous(self.table.column("type"))])
-            self._types = (encoded.indices, encoded.dictionary.to_pylist())
-        indices, names = self._types
-        wanted = set(types)
-        codes = pa.array([i for i, name in enumerate(names) if name in wanted], pa.int32())
-        return pc.false_if_null(pc.is_in(indices, codes))
-
-    def _rows(self, mask: Column, *, last: int | None = None) -> list[Event]:
-        """Events of the rows where ``mask`` is true (the newest ``last`` of them).
+    def _rows(self, mask: Column) -> list[Event]:
+        """Events of the rows where ``mask`` is true.
 
         Filtering with a mask works chunk by chunk; ``take`` on the chunked
         table would first concatenate every chunk of the JSON columns (~13 ms)."""
         rows = pc.filter(self.table.select(list(EVENT_COLUMNS)), mask)
-        if last is not None:
-            rows = rows.slice(max(0, rows.num_rows - last))
         return rows_to_events(rows) if rows.num_rows else []
 
     def _take_rows(self, rows: Iterable[int]) -> list[Event]:
-        """Events of these row numbers, in table order."""
-        import pyarrow as pa
+        """Events of these row numbers, in table order: a few are sliced out
+        of the table, many filtered with a mask."""
+        import numpy as np
 
-        wanted = pa.array(sorted(set(rows)), pa.int64())
+        wanted = pc.sorted_distinct(np.fromiter(rows, dtype=np.int64))
         if len(wanted) == 0:
             return []
-        return self._rows(pc.false_if_null(pc.is_in(self.rownum, wanted)))
+        if len(wanted) > SLICED_ROWS:
+            mask = np.zeros(self.table.num_rows, dtype=bool)
+            mask[wanted] = True
+            return self._rows(pc.bools(mask))
+        return rows_to_events(pc.rows_at(self.table.select(list(EVENT_COLUMNS)), wanted))
 
     # BranchWindow ------------------------------------------------------------------------
     def of_types(self, types: Sequence[str]) -> list[Event]:
         """Every event of these types, visible or not."""
         key = tuple(sorted(set(types)))
         if key not in self._cache:
-            self._cache[key] = self._rows(self._of(self._type_is(key))) if key else []
+            # read already among the events of more types (the sessions want
+            # the capsule opens of the pack's capsule events): picked, not decoded again
+            wider = next((k for k in self._cache if set(key) <= set(k)), None)
+            if wider is not None:
+                self._cache[key] = [e for e in self._cache[wider] if e.type in key]
+            else:
+                self._cache[key] = self._rows(self._of(self._type_is(key))) if key else []
         return list(self._cache[key])
 
     def newest(self, event_type: str, count: int) -> list[Event]:
         """The newest ``count`` visible events of one type."""
+        import numpy as np
+
         if count <= 0:
             return []
-        mask = pc.and_(self.visible, self._type_is((event_type,)))
-        return self._rows(mask, last=count)
+        mask = pc.to_numpy(pc.and_(self.visible, self._type_is((event_type,))), "bool")
+        return self._take_rows(np.flatnonzero(mask)[-count:].tolist())
 
     def by_ids(self, ids: Iterable[str]) -> list[Event]:
         """The branch's events with these (full) ids."""
@@ -193,7 +193,7 @@ class IndexWindow:
         a matching path are kept."""
         if not paths:
             return []
-        numbers = _contiguous(pc.filter(self.rownum, mask))
+        numbers = _positions(mask)
         lists = _contiguous(pc.filter(self.table.column("paths"), mask))
         if len(lists) == 0:
             return []
@@ -234,7 +234,7 @@ class IndexWindow:
             wanted = pc.or_(wanted, pc.false_if_null(pc.is_in(t.column("capsule"), capsule_set)))
         if len(session_set):
             wanted = pc.or_(wanted, pc.false_if_null(pc.is_in(t.column("session"), session_set)))
-        rows: set[int] = set(pc.filter(self.rownum, pc.and_(base, wanted)).to_pylist())
+        rows: set[int] = set(_positions(pc.and_(base, wanted)).to_pylist())
         rest = pc.and_(base, pc.invert(wanted))
         if len(session_set) and "commit_link" in types:
             # a commit link records the session it came from in its body
@@ -245,7 +245,7 @@ class IndexWindow:
                 needle = '"session": ' + json.dumps(session, ensure_ascii=False)
                 found = pc.call("match_substring", [bodies], _match_options(needle))
                 named = pc.or_(named, pc.false_if_null(found))
-            rows.update(pc.filter(pc.filter(self.rownum, links), named).to_pylist())
+            rows.update(pc.filter(_positions(links), named).to_pylist())
         rows.update(self._touching_rows(rest, sorted(set(paths))))
         return self._take_rows(rows)
 
@@ -271,31 +271,43 @@ class IndexWindow:
         return self._ledger
 
     def _decisions(self) -> DecisionLedger:
-        t = self.table
         mask = pc.and_(self.visible, self._type_is(("decision", "ratify")))
+        names = ["id", "type", "key", "target", "time", "agent", "paths", "line"]
+        # one filter of the columns together: each column's alone reads the mask again
+        picked = pc.filter(self.table.select(names), mask)
 
-        def column(name: str) -> list[object]:
-            values: list[object] = pc.filter(t.column(name), mask).to_pylist()
+        def column(name: str) -> list[Any]:
+            values: list[Any] = picked.column(name).to_pylist()
             return values
 
         def text(name: str) -> tuple[str, ...]:
-            return tuple(str(v or "") for v in column(name))
+            # nulls as "" in Arrow: the values are then the strings themselves
+            values: list[str] = pc.call("coalesce", [picked.column(name), ""]).to_pylist()
+            return tuple(values)
 
         return DecisionLedger(
             text("id"),
             text("type"),
             text("key"),
             text("target"),
-            tuple(pc.filter(t.column("time"), mask).to_pylist()),
+            tuple(column("time")),
             tuple(v if isinstance(v, str) else None for v in column("agent")),
-            tuple(tuple(p or ()) for p in pc.filter(t.column("paths"), mask).to_pylist()),
+            tuple(tuple(p or ()) for p in column("paths")),
             text("line"),
         )
 
-    def capsule_counts(self) -> dict[str, int]:
-        """Events per capsule id (every event of the branch, visible or not)."""
-        capsules = pc.filter(self.table.column("capsule"), self.pool)
-        counted = pc.call("value_counts", [capsules])
+    def capsule_counts(self, capsules: Iterable[str] | None = None) -> dict[str, int]:
+        """Events per capsule id (every event of the branch, visible or not),
+        of ``capsules`` only when given (a pack shows a few: they are picked
+        first, not every capsule's events copied and counted)."""
+        column = self.table.column("capsule")
+        rows = self.pool
+        if capsules is not None:
+            wanted = _strings(capsules)
+            if not len(wanted):
+                return {}
+            rows = pc.and_(rows, pc.false_if_null(pc.is_in(column, wanted)))
+        counted = pc.call("value_counts", [pc.filter(column, rows)])
         values = counted.field(0).to_pylist()
         counts = counted.field(1).to_pylist()
         return {v: int(c) for v, c in zip(values, counts, strict=True) if v}
@@ -323,7 +335,7 @@ class IndexWindow:
             targeted = pc.false_if_null(
                 pc.call("match_substring", [bodies], _match_options('"target": '))
             )
-            rows = pc.filter(pc.filter(self.rownum, closes), targeted).to_pylist()
+            rows = pc.filter(_positions(closes), targeted).to_pylist()
             dropped = [e.id for e in self._take_rows(rows) if _points_at(e.field("target"), hidden)]
             if dropped:
                 mask = pc.and_(
@@ -338,10 +350,11 @@ class IndexWindow:
         Codes are integers (hashing and counting them is several times
         cheaper than building key strings): scope sessions and capsule
         sessions share one numbering, days are ``DAY_CODE + day number``."""
+        import numpy as np
         import pyarrow as pa
 
         t = self.table
-        numbers = _contiguous(pc.filter(self.rownum, mask))
+        numbers = _positions(mask)
         times = _contiguous(pc.filter(t.column("time"), mask))
         sessions = pc.call("dictionary_encode", [_contiguous(pc.filter(t.column("session"), mask))])
         names: list[str] = []
@@ -356,40 +369,61 @@ class IndexWindow:
         scoped_codes = [
             None if not s else number("s:" + s) for s in sessions.dictionary.to_pylist()
         ]
-        keys = [pc.call("take", [pa.array(scoped_codes, pa.int64()), sessions.indices])]
+        scoped = pc.call("take", [pa.array(scoped_codes, pa.int64()), sessions.indices])
         mapping = capsule_sessions(self.of_types(["capsule_open"]))
+        codes = pa.array([number(key) for key in mapping.values()], pa.int64())
+        if scoped.null_count == 0:  # every row has a scope session: nothing falls back
+            return numbers, times, scoped, names
+        # Only the rows without a scope session fall back to their capsule's
+        # session, their open's own key, or the day: looked up for those alone.
+        session = t.column("session")
+        unscoped = pc.or_(pc.call("is_null", [session]), pc.false_if_null(pc.equal(session, "")))
+        rows = pc.and_(mask, unscoped)
+        keys = []
         if mapping:
             opens = pa.array(list(mapping), pa.string())
-            codes = pa.array([number(key) for key in mapping.values()], pa.int64())
             for name in ("capsule", "id"):
-                column = _contiguous(pc.filter(t.column(name), mask))
+                column = _contiguous(pc.filter(t.column(name), rows))
                 keys.append(
                     pc.call("take", [codes, pc.call("index_in", [column], _set_options(opens))])
                 )
-        keys.append(pc.call("add", [pc.call("divide", [times, DAY_US]), DAY_CODE]))
-        return numbers, times, pc.call("coalesce", keys), names
+        day = _contiguous(pc.filter(t.column("time"), rows))
+        keys.append(pc.call("add", [pc.call("divide", [day, DAY_US]), DAY_CODE]))
+        merged = pc.to_numpy(pc.call("coalesce", [scoped, -1]), "int64")
+        merged[np.flatnonzero(pc.to_numpy(pc.call("is_null", [scoped]), "bool"))] = pc.to_numpy(
+            pc.call("coalesce", keys), "int64"
+        )
+        return numbers, times, pc.int64s(merged), names
 
     def sessions(self, recent: int, session: str | None, tail: int) -> SessionWindow:
         """The ``recent`` sessions of latest activity plus ``session`` when it
         has events, each with its newest ``tail`` events; the rest aggregated.
 
-        ``value_counts`` sizes every session; ``index_in`` of the distinct
-        codes into the codes (and into them reversed) finds each session's
-        first and last row; only the distinct sessions reach Python."""
+        The codes are numbered densely in order of first appearance
+        (``dictionary_encode``); numpy then counts each session's rows and
+        finds its first row (where the running largest number grows) and its
+        last; only the distinct sessions reach Python."""
+        import numpy as np
+
         numbers, times, keys, names = self._session_keys(self._showable())
         n = len(keys)
         if n == 0:
             return SessionWindow((), None)
-        counted = pc.call("value_counts", [keys])
-        codes = counted.field(0)
-        counts: list[int] = counted.field(1).to_pylist()
-        firsts = pc.call("index_in", [codes], _set_options(keys))
-        backwards = pc.call("take", [keys, pc.call("subtract", [n - 1, _numbers(n)])])
-        lasts = pc.call("subtract", [n - 1, pc.call("index_in", [codes], _set_options(backwards))])
-        first_times: list[int] = pc.call("take", [times, firsts]).to_pylist()
-        last_times: list[int] = pc.call("take", [times, lasts]).to_pylist()
-        last_rows: list[int] = lasts.to_pylist()
-        code_list: list[int] = codes.to_pylist()
+        encoded = pc.call("dictionary_encode", [keys])
+        code_list: list[int] = encoded.dictionary.to_pylist()
+        dense = pc.to_numpy(encoded.indices, "int32")
+        counts: list[int] = np.bincount(dense, minlength=len(code_list)).tolist()
+        running = np.maximum.accumulate(dense)
+        appears = np.empty(n, dtype=bool)
+        appears[0] = True
+        np.greater(running[1:], running[:-1], out=appears[1:])
+        firsts = np.flatnonzero(appears)  # the first row of each number, in order
+        lasts = np.zeros(len(code_list), dtype=np.int64)
+        np.maximum.at(lasts, dense, np.arange(n, dtype=np.int64))
+        at = pc.to_numpy(times, "int64")
+        first_times: list[int] = at[firsts].tolist()
+        last_times: list[int] = at[lasts].tolist()
+        last_rows: list[int] = lasts.tolist()
         order = sorted(range(len(code_list)), key=lambda i: last_rows[i])
         chosen = order[-recent:] if recent > 0 else []
         wanted = names.index("s:" + session) if session and "s:" + session in names else None
@@ -450,14 +484,11 @@ class IndexWindow:
         return {key: [by_row[r] for r in reversed(rows)] for key, rows in picked.items()}
 
 
-def _numbers(n: int) -> pa.Array:
-    """0, 1, … n-1 as an int64 array."""
-    import pyarrow as pa
+def _positions(mask: Column) -> pa.Array:
+    """The row numbers where ``mask`` is true (null: false), as an int64 array."""
+    import numpy as np
 
-    if n == 0:
-        return pa.array([], pa.int64())
-    ones = pa.repeat(pa.scalar(1, pa.int64()), n)
-    return pc.call("subtract", [pc.call("cumulative_sum", [ones]), 1])
+    return pc.int64s(np.flatnonzero(pc.to_numpy(pc.false_if_null(mask), "bool")))
 
 
 def _falses(n: int) -> Column:

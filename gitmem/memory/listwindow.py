@@ -159,12 +159,14 @@ class ListWindow:
             tuple(describe(e, LINE_WIDTH) if e.type == "decision" else "" for e in chosen),
         )
 
-    def capsule_counts(self) -> dict[str, int]:
-        """Events per capsule id (every event of the branch, visible or not)."""
+    def capsule_counts(self, capsules: Iterable[str] | None = None) -> dict[str, int]:
+        """Events per capsule id (every event of the branch, visible or not),
+        of ``capsules`` only when given."""
+        wanted = None if capsules is None else set(capsules)
         counts: dict[str, int] = {}
         for event in self.events:
             capsule = _text(event.capsule)
-            if capsule:
+            if capsule and (wanted is None or capsule in wanted):
                 counts[capsule] = counts.get(capsule, 0) + 1
         return counts
 

@@ -200,8 +200,9 @@ class BranchWindow(Protocol):
         (a hot search asks for them on every query)."""
         ...
 
-    def capsule_counts(self) -> dict[str, int]:
-        """Events per capsule id (every event, visible or not)."""
+    def capsule_counts(self, capsules: Iterable[str] | None = None) -> dict[str, int]:
+        """Events per capsule id (every event, visible or not), of ``capsules``
+        only when given (a capsule without events is left out)."""
         ...
 
     def sessions(self, recent: int, session: str | None, tail: int) -> SessionWindow:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+WORKER = "gitmem-overlap"  # the worker thread's name
 
 
 class Pending(Generic[T]):
@@ -55,17 +56,21 @@ _lock = threading.Lock()
 
 
 def submit(fn: Callable[[], T]) -> Pending[T]:
-    """Run ``fn`` on the process's worker thread; :meth:`Pending.result` waits for it."""
+    """Run ``fn`` on the process's worker thread; :meth:`Pending.result` waits for it.
+    Called on the worker thread itself, ``fn`` runs at once (it would otherwise
+    wait behind the job that waits for it)."""
     global _jobs
+    if threading.current_thread().name == WORKER:
+        pending: Pending[T] = Pending()
+        pending._run(fn)
+        return pending
     with _lock:
         if _jobs is None:
             _jobs = queue.SimpleQueue()
-            worker = threading.Thread(
-                target=_work, args=(_jobs,), name="gitmem-overlap", daemon=True
-            )
+            worker = threading.Thread(target=_work, args=(_jobs,), name=WORKER, daemon=True)
             worker.start()
         jobs = _jobs
-    pending: Pending[T] = Pending()
+    pending = Pending()
     jobs.put((fn, pending))  # type: ignore[arg-type]  # Pending is invariant; _run only sets it
     return pending
 

@@ -230,43 +230,67 @@ def search(
     pool = candidates or max(limit * 5, 50)
     if view.table.num_rows == 0:
         return result
-    # The query embeds (on a worker thread, when that is worth it) while the
-    # filters and the full-text side run here.
     embedding = _query_vector(view, query, result, embedder) if mode != "lexical" else None
     allowed = _allowed(view, where, branch, all_branches)
     if allowed is not None and not allowed.any():
         return result
-    lexical_read = _first_read(lambda depth: _lexical(view, query, depth, allowed, advanced))
+    ahead: dict[int, overlap.Pending[list[tuple[int, float]]]] = {}
+    lexical_read = _first_read(lambda depth: _lexical(view, query, depth, allowed, advanced, ahead))
     if mode != "vector" and embedding is not None:
-        lexical_read(pool)
+        # The two sides overlap: a slow embedder (MiniLM, a model server)
+        # embeds on the worker thread while Tantivy reads here; with a fast
+        # one, Tantivy (which lets go of the GIL) reads there while the query
+        # embeds and the vector side reads here.
+        if embedding.background:
+            lexical_read(pool)
+        else:
+            want, fulltext = _lexical_want(pool, allowed), view.fulltext
+            ahead[want] = overlap.submit(
+                lambda: fulltext.search_keys(query, want, advanced=advanced)
+            )
     q = embedding() if embedding is not None else None
     if fusion == "rrf":
         lexical: list[tuple[int, float]] = []
         vector: list[tuple[int, float]] = []
-        if mode in ("hybrid", "lexical"):
-            lexical = lexical_read(pool)
         if q is not None:
             found = _vector(view, q, pool, allowed)
             vector = [(row, score) for row, score in found if score >= MIN_COSINE]
+        if mode in ("hybrid", "lexical"):
+            lexical = lexical_read(pool)
         result.lexical_candidates = len(lexical)
         result.vector_candidates = len(vector)
         result.hits = _fuse_rrf(view, lexical, vector, now, limit, mode, result.timely)
     else:
         result.hits = _fuse_scores(
-            view, query, q, pool, allowed, advanced, now, limit, result, lexical_read
+            view, query, q, pool, allowed, advanced, now, limit, result, lexical_read, bool(ahead)
         )
     _provenance(view, result.hits)
     _supersession(view, result.hits, branch, all_branches)
     return result
 
 
+def _lexical_want(pool: int, allowed: Any) -> int:
+    """How many full-text matches to read first for ``pool`` allowed ones."""
+    return pool if allowed is None else pool * 4
+
+
 def _lexical(
-    view: Any, query: str, pool: int, allowed: Any, advanced: bool
+    view: Any,
+    query: str,
+    pool: int,
+    allowed: Any,
+    advanced: bool,
+    ahead: dict[int, overlap.Pending[list[tuple[int, float]]]] | None = None,
 ) -> list[tuple[int, float]]:
-    """(row, BM25) of the best allowed full-text matches."""
-    want = pool if allowed is None else pool * 4
+    """(row, BM25) of the best allowed full-text matches (``ahead``: reads
+    already started on the worker thread, by depth)."""
+    want = _lexical_want(pool, allowed)
     while True:
-        found = view.fulltext.search_keys(query, want, advanced=advanced)
+        started = ahead.pop(want, None) if ahead else None
+        if started is not None:
+            found = started.result()
+        else:
+            found = view.fulltext.search_keys(query, want, advanced=advanced)
         rows = view.rows_for_keys([key for key, _score in found])
         kept = [
             (row, score)
@@ -278,25 +302,91 @@ def _lexical(
         want *= 4
 
 
-def _lexical_scores(view: Any, query: str, rows: Sequence[int], advanced: bool) -> dict[int, float]:
-    """row -> BM25 of these rows (absent: the query does not match them)."""
+class _Scores:
+    """One side's exact scores of given rows (its fusion lookup), remembered
+    by row: a row's score does not depend on the rows asked with it, so the
+    rows one side is sure to need from the other can be asked for ahead,
+    the full-text ones on the worker thread (see :func:`_fuse_scores`)."""
+
+    def __init__(
+        self,
+        prepare: Callable[[list[int]], Callable[[], dict[int, float]]],
+    ) -> None:
+        # prepare(rows), called here, returns the engine's call, which may run there
+        self._prepare = prepare
+        self._known: dict[int, float | None] = {}
+        self._pending: list[tuple[list[int], overlap.Pending[dict[int, float]]]] = []
+        self._asked: set[int] = set()
+
+    def _new(self, rows: Sequence[int]) -> list[int]:
+        new = [row for row in dict.fromkeys(rows) if row not in self._asked]
+        self._asked.update(new)
+        return new
+
+    def _record(self, rows: list[int], found: dict[int, float]) -> None:
+        for row in rows:
+            self._known[row] = found.get(row)
+
+    def ahead(self, rows: Sequence[int], *, there: bool) -> None:
+        """Ask for the scores of ``rows`` now: on the worker thread (``there``) or here."""
+        new = self._new(rows)
+        if not new:
+            return
+        call = self._prepare(new)
+        if there:
+            self._pending.append((new, overlap.submit(call)))
+        else:
+            self._record(new, call())
+
+    def __call__(self, rows: Sequence[int]) -> dict[int, float]:
+        """row -> score of ``rows`` (absent: the engine does not match the row)."""
+        for asked, pending in self._pending:
+            self._record(asked, pending.result())
+        self._pending = []
+        self.ahead(rows, there=False)
+        return {row: score for row in rows if (score := self._known[row]) is not None}
+
+
+def _lexical_scores(
+    view: Any, query: str, advanced: bool
+) -> Callable[[list[int]], Callable[[], dict[int, float]]]:
+    """The lookup of rows' BM25 (absent: the query does not match them): the
+    ids are read here, Tantivy may run on the worker thread."""
     from gitmem.index.vectors import key64
 
-    ids = view.values_at("id", rows)
-    row_of = {key64(eid): row for eid, row in zip(ids, rows, strict=True)}
-    found = view.fulltext.scores_of(query, ids, advanced=advanced)
-    return {row_of[key]: score for key, score in found.items() if key in row_of}
+    def prepare(rows: list[int]) -> Callable[[], dict[int, float]]:
+        fulltext = view.fulltext  # opened here: the worker only searches it
+        ids = view.values_at("id", rows)
+        row_of = {key64(eid): row for eid, row in zip(ids, rows, strict=True)}
+
+        def call() -> dict[int, float]:
+            found = fulltext.scores_of(query, ids, advanced=advanced)
+            return {row_of[key]: score for key, score in found.items() if key in row_of}
+
+        return call
+
+    return prepare
 
 
-def _query_vector(
-    view: Any, query: str, result: SearchResult, embedder: Any
-) -> Callable[[], Any] | None:
-    """None (with a warning) when there is no usable vector index; else a
-    function that returns the query's embedding, or None (with a warning)
-    when the embedder fails. An embedder slow enough to be worth it
-    (``background``: MiniLM, a model server) starts on the process's worker
-    thread at once (see :mod:`gitmem.retrieval.overlap`); a fast one (the
-    static embedder) runs when the embedding is asked for."""
+@dataclass
+class _Embedding:
+    """The query's embedding, once asked for (None: the embedder failed);
+    ``background``: it is computed on the worker thread."""
+
+    wait: Callable[[], Any]
+    background: bool
+
+    def __call__(self) -> Any:
+        return self.wait()
+
+
+def _query_vector(view: Any, query: str, result: SearchResult, embedder: Any) -> _Embedding | None:
+    """None (with a warning) when there is no usable vector index; else the
+    query's embedding, None (with a warning) when the embedder fails. An
+    embedder slow enough to be worth it (``background``: MiniLM, a model
+    server) starts on the process's worker thread at once (see
+    :mod:`gitmem.retrieval.overlap`); a fast one (the static embedder) runs
+    when the embedding is asked for."""
     from gitmem.errors import GitmemError
 
     failed = view.manifest.embed_error  # why the last refresh could not embed
@@ -318,11 +408,12 @@ def _query_vector(
     if view.manifest.unembedded:
         result.warnings.append(f"{view.manifest.unembedded} events have no vector yet")
     model = embedder
+    background = bool(getattr(model, "background", False))
 
     def embed() -> Any:
         return model.embed([query])
 
-    fetch = overlap.submit(embed).result if getattr(model, "background", False) else embed
+    fetch = overlap.submit(embed).result if background else embed
 
     def wait() -> Any:
         try:
@@ -334,7 +425,7 @@ def _query_vector(
             )
             return None
 
-    return wait
+    return _Embedding(wait, background)
 
 
 def _first_read(
@@ -355,8 +446,10 @@ def _first_read(
 def _allowed_keys(view: Any, allowed: Any) -> Any:
     """The key64 of every allowed row as a sorted array without repeats, as
     the vector index takes them (100,000 Python ints would cost ~5 ms, and
-    sorting a million keys per query ~140 ms: the order is computed once per
-    view, and the mask only picks from it); None: every row is allowed."""
+    sorting a million keys per query ~140 ms: once the view has ordered its
+    keys for lookups, the mask only picks from that order; before, as in a
+    one-query process, only the allowed keys are sorted); None: every row is
+    allowed."""
     import numpy as np
 
     if allowed is None:
@@ -364,8 +457,11 @@ def _allowed_keys(view: Any, allowed: Any) -> Any:
     derived = _derived(view, allowed)
     if derived.keys is not None:
         return derived.keys
-    ordered, rows = view.keys_in_order()
-    picked = ordered[allowed[rows]]
+    if view.keys_ordered:
+        ordered, rows = view.keys_in_order()
+        picked = ordered[allowed[rows]]
+    else:  # (np.sort: np.unique takes fifty times longer on these keys)
+        picked = np.sort(view.key_values()[allowed])
     if len(picked) > 1:
         first = np.empty(len(picked), dtype=bool)
         first[0] = True
@@ -388,25 +484,42 @@ def _vector_floor(view: Any, q: Any, allowed: Any) -> float:
     else:
         derived = _derived(view, allowed)
         if derived.sample is None:
-            keys = view.key_values()[allowed]
-            derived.sample = fusions.FloorSample(view.vectors, fusions.sample(keys))
+            import numpy as np
+
+            ordered = derived.keys
+            if ordered is not None and len(ordered) == np.count_nonzero(allowed):
+                # no two allowed events share a key: the sample is the
+                # smallest of the allowed keys the vector side sorted already
+                chosen = ordered[: fusions.FLOOR_SAMPLE]
+            else:
+                chosen = fusions.sample(view.key_values()[allowed])
+            derived.sample = fusions.FloorSample(view.vectors, chosen)
         sample = derived.sample
     return sample.floor(q)
 
 
 def _vector(view: Any, q: Any, depth: int, allowed: Any) -> list[tuple[int, float]]:
     """(row, cosine) of the ``depth`` nearest allowed events, best first."""
-    found = view.vectors.search(q, depth, _allowed_keys(view, allowed))
+    keys = _allowed_keys(view, allowed)
+    found = view.vectors.search(q, depth, keys, ordered=keys is not None)
     rows = view.rows_for_keys([k for k, _s in found])
     return [(row, score) for row, (_k, score) in zip(rows, found, strict=True) if row is not None]
 
 
-def _vector_scores(view: Any, q: Any, rows: Sequence[int]) -> dict[int, float]:
-    """row -> cosine of these rows (absent: the event has no vector)."""
-    keys = [int(k) for k in view.values_at("key64", rows)]
-    row_of = dict(zip(keys, rows, strict=True))
-    found = view.vectors.search(q, len(keys), keys)
-    return {row_of[key]: score for key, score in found if key in row_of}
+def _vector_scores(view: Any, q: Any) -> Callable[[list[int]], Callable[[], dict[int, float]]]:
+    """The lookup of rows' cosines (absent: the event has no vector)."""
+
+    def prepare(rows: list[int]) -> Callable[[], dict[int, float]]:
+        keys = [int(k) for k in view.values_at("key64", rows)]
+        row_of = dict(zip(keys, rows, strict=True))
+
+        def call() -> dict[int, float]:
+            found = view.vectors.search(q, len(keys), keys)
+            return {row_of[key]: score for key, score in found if key in row_of}
+
+        return call
+
+    return prepare
 
 
 def _fuse_scores(
@@ -420,23 +533,23 @@ def _fuse_scores(
     limit: int,
     result: SearchResult,
     lexical_read: Callable[[int], list[tuple[int, float]]],
+    lexical_there: bool = False,
 ) -> list[Hit]:
-    """Score-aware fusion of the engines the mode asks for (see :mod:`gitmem.index.fusion`)."""
+    """Score-aware fusion of the engines the mode asks for (see
+    :mod:`gitmem.index.fusion`); ``lexical_there``: the full-text side's
+    first read runs on the worker thread."""
     sides: list[fusions.Side[int]] = []
+    lexical_scores = _Scores(_lexical_scores(view, query, advanced))
     if result.mode in ("hybrid", "lexical"):
-        sides.append(
-            fusions.Side(
-                "lexical",
-                lexical_read,
-                lambda rows: _lexical_scores(view, query, rows, advanced),
-            )
-        )
+        sides.append(fusions.Side("lexical", lexical_read, lexical_scores))
+    vector_read = _first_read(lambda depth: _vector(view, q, depth, allowed))
+    vector_scores = _Scores(_vector_scores(view, q))
     if q is not None:
         sides.append(
             fusions.Side(
                 "vector",
-                lambda depth: _vector(view, q, depth, allowed),
-                lambda rows: _vector_scores(view, q, rows),
+                vector_read,
+                vector_scores,
                 vector=True,
                 reference=lambda: _vector_floor(view, q, allowed),
             )
@@ -449,6 +562,21 @@ def _fuse_scores(
         if new:
             times, ids = view.values_at("time", new), view.values_at("id", new)
             keys.update(zip(new, zip((-t for t in times), ids, strict=True), strict=True))
+
+    if len(sides) == 2:
+        # What the fusion's first round needs, in an order that keeps two
+        # threads busy (Tantivy lets go of the GIL): while the full-text
+        # side reads there, the vector side reads here, then Tantivy scores
+        # its candidates here too; when the full-text side read here, Tantivy
+        # scores the vector candidates there while the vectors score the
+        # full-text ones here. (The fusion then finds these scores known.)
+        ahead = [row for row, score in vector_read(pool) if score >= MIN_COSINE]
+        lexical_scores.ahead(ahead, there=not lexical_there)
+        order(ahead)
+        rows = [row for row, _score in lexical_read(pool)]
+        seen = set(ahead)
+        vector_scores.ahead([row for row in rows if row not in seen], there=False)
+        order(rows)
 
     # A time query re-ranks by relevance and recency: fuse a deeper top for it.
     wanted = max(limit, pool) if result.timely else limit

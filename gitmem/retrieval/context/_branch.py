@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from gitmem.memory.decisions import DecisionState
 from gitmem.memory.describe import visible
 from gitmem.memory.event import Event
-from gitmem.memory.window import BranchWindow, DecisionBook, DecisionOutline
+from gitmem.memory.window import BranchWindow, DecisionOutline
 
 HIDDEN_TYPES = frozenset({"redaction"})  # never shown as hits or history
 LEARNING_TYPES = ("mistake", "learning", "pattern")
@@ -15,6 +15,20 @@ LEARNING_TYPES = ("mistake", "learning", "pattern")
 # newest checkpoint, the learnings about the files in play, pin targets and the
 # recent sessions
 WINDOW_TYPES = ("pin", "unpin", "capsule_open", "capsule_close")
+
+
+class CapsuleCounts:
+    """Events per capsule of the branch, asked of the window for the few
+    capsules a pack shows (``get`` as a dict's)."""
+
+    def __init__(self, window: BranchWindow) -> None:
+        self.window = window
+        self.known: dict[str, int] = {}
+
+    def get(self, capsule: str, default: int = 0) -> int:
+        if capsule not in self.known:
+            self.known[capsule] = self.window.capsule_counts([capsule]).get(capsule, 0)
+        return self.known[capsule] or default
 
 
 class BranchMemory:
@@ -41,8 +55,8 @@ class BranchMemory:
         self.events = sorted(unique.values(), key=lambda e: e.order_key)
         self.by_id = unique
         self.hidden = window.hidden()
-        self.counts = window.capsule_counts()  # capsule id -> events
-        self.book = DecisionBook(window.decisions(), window.by_ids)
+        self.counts = CapsuleCounts(window)  # capsule id -> events
+        self.book = window.book()  # the window's: a search's supersession marks read it too
         self.closes: dict[str, Event] = {}  # capsule id -> close
         for event in self.events:
             if event.type == "capsule_close":

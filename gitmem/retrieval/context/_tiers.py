@@ -103,21 +103,25 @@ def focus_capsule(
     capsule in which nothing happened since ``stale_before`` (µs) was
     forgotten, not worked on: it is left out."""
 
-    def current(capsule: Event) -> bool:
-        if stale_before is None or capsule.time >= stale_before:
-            return True
-        inside = memory.window.related(EVENT_TYPES, capsules=[capsule.id])
-        return any(e.capsule == capsule.id and e.time >= stale_before for e in inside)
+    def busy(capsules: Sequence[Event]) -> set[str]:
+        """Those of ``capsules`` worked on since ``stale_before`` (their events
+        read in one go: a window's selection reads the whole branch)."""
+        if stale_before is None:
+            return {c.id for c in capsules}
+        quiet = [c for c in capsules if c.time < stale_before]
+        inside = memory.window.related(EVENT_TYPES, capsules=[c.id for c in quiet]) if quiet else []
+        recent = {e.capsule for e in inside if e.time >= stale_before}
+        return {c.id for c in capsules if c.time >= stale_before or c.id in recent}
 
     if active:
         event = _lookup(source, memory, active)
-        if event is not None and event.type == "capsule_open" and current(event):
+        if event is not None and event.type == "capsule_open" and busy([event]):
             return event
-    opens = [
-        e
-        for e in memory.events
-        if e.type == "capsule_open" and visible(e) and memory.is_open(e.id) and current(e)
+    candidates = [
+        e for e in memory.events if e.type == "capsule_open" and visible(e) and memory.is_open(e.id)
     ]
+    current = busy(candidates)
+    opens = [e for e in candidates if e.id in current]
     if session:
         opens = [e for e in opens if e.scope.get("session") == session] or opens
     opens = [e for e in opens if e.field("kind") == "session"] or opens
