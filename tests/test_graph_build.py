@@ -309,6 +309,31 @@ def test_a_long_lived_process_keeps_only_what_its_latest_builds_use(tmp_path: Pa
     assert table_bytes(repo) == cold_bytes(repo)[0]
 
 
+def test_a_first_build_freezes_what_the_process_keeps_and_the_next_unfreezes(
+    tmp_path: Path,
+) -> None:
+    """The objects a process's first build makes (its resolver, facts and
+    chunks, kept for the next builds) are frozen rather than walked by the
+    collector right after; the next build unfreezes them, so what it drops
+    of them can still be collected, and it freezes nothing itself."""
+    import gc
+
+    repo = code_repo(tmp_path / "repo")
+    gc.unfreeze()
+    try:
+        run(repo)
+        assert gc.get_freeze_count() > 0
+        (repo / "util.py").write_text("def helper(x):\n    return x + 5\n")
+        commit_all(repo, "change")
+        assert run(repo).parsed == 1
+        assert gc.get_freeze_count() == 0
+        assert gc.isenabled()
+        run(repo, rebuild=True)  # a rebuild makes the kept state anew
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+
+
 def test_a_warm_process_after_another_process_built_links_nothing_stale(tmp_path: Path) -> None:
     """This process built the graph; another process built the next
     generation: this process's next build must not take that generation for
@@ -623,6 +648,31 @@ def test_a_failure_while_resolving_waits_for_the_code_index(
         run(repo)
     assert indexed.is_set()  # the build waited for it
     assert (table_bytes(repo), _generations(repo)) == before
+
+
+def test_a_chunk_shard_that_fails_to_write_fails_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The code index writes its chunk shards on a thread of its own while
+    the full text indexes: a failure there fails the build like any other,
+    and the graph stays as it was."""
+    import gitmem.graph.codeindex as codeindex
+
+    repo = code_repo(tmp_path / "repo")
+    run(repo)
+    before = table_bytes(repo), _generations(repo)
+    write(repo, {"util.py": "def helper(x):\n    return x + 3\n"})
+    commit_all(repo, "change")
+
+    def failing(*args: object, **kwargs: object) -> None:
+        raise OSError("no space left for the chunk shards")
+
+    monkeypatch.setattr(codeindex, "_write_chunks", failing)
+    with pytest.raises(OSError, match="no space left"):
+        run(repo)
+    assert (table_bytes(repo), _generations(repo)) == before
+    monkeypatch.undo()
+    assert run(repo).built
 
 
 # which files ----------------------------------------------------------------------------------

@@ -49,6 +49,7 @@ from gitmem.errors import IndexDamagedError, UsageError
 from gitmem.graph import extraction
 from gitmem.graph.blobs import blob_sizes, read_blobs
 from gitmem.graph.cache import CHUNKS_SUFFIX, Cached, FactsCache, cache_key, decode, encode
+from gitmem.graph.concurrent import Concurrent
 from gitmem.graph.facts import EXTRACTOR_VERSION, FileFacts
 from gitmem.graph.manifest import (
     EDGES_TABLE,
@@ -364,7 +365,9 @@ class Builder:
             # indexes on threads of its own, outside the GIL, so the two
             # overlap (on the standard library's cold build, resolving took
             # 3 s of one core while the other idled, then Tantivy 2 s).
-            code = _Concurrent(lambda: self._code_index(directory, chunks, count))
+            code = Concurrent(
+                lambda: self._code_index(directory, chunks, count), "gitmem code index"
+            )
             try:
                 self.progress("resolving", 0, 1)
                 nodes, edges = self._resolve(facts)
@@ -574,34 +577,6 @@ def _serialised(progress: Progress) -> Progress:
     return report
 
 
-class _Concurrent:
-    """``work`` run on a thread of its own; :meth:`join` waits for it and
-    raises what it raised (only when the joining thread is not already
-    raising: a failure there wins, this one is dropped with the build)."""
-
-    def __init__(self, work: Callable[[], None]) -> None:
-        import threading
-
-        self._error: BaseException | None = None
-
-        def run() -> None:
-            try:
-                work()
-            except BaseException as exc:  # handed to the joining thread
-                self._error = exc
-
-        self._thread = threading.Thread(target=run, name="gitmem code index", daemon=True)
-        self._thread.start()
-
-    def join(self) -> None:
-        import sys
-
-        self._thread.join()
-        error, self._error = self._error, None
-        if error is not None and sys.exc_info()[1] is None:
-            raise error
-
-
 # Per process and graph root: the resolver of the last build and the facts it
 # resolved (decoded entries are shared through the cache, so an unchanged file
 # has the very same facts object).
@@ -703,7 +678,13 @@ def build(
     config = read_config(location) if config is None else config
     settings = Settings.from_config(config)
     root = graph_root(location)
-    with building(root, timeout, what="code graph builder lock"), extraction.gc_paused():
+    # A process's first build of this graph (or a rebuild) makes the state the
+    # process then keeps for the next builds: frozen, not walked by the collector.
+    first = rebuild or str(root) not in _RESOLVERS
+    with (
+        building(root, timeout, what="code graph builder lock"),
+        extraction.gc_paused(keep=first),
+    ):
         report = Builder(location, settings, root, progress, deep=deep, config=config).run(
             rebuild=rebuild, worktree=worktree, commit=commit
         )

@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from gitmem.errors import GitmemError, IndexDamagedError, NotFoundError, UsageError
 from gitmem.graph.chunks import Chunk
+from gitmem.graph.concurrent import Concurrent
 from gitmem.index import fusion as fusions
 from gitmem.index.fulltext import FULLTEXT_DIR
 from gitmem.index.vectors import VECTORS_FILE, key64
@@ -339,37 +340,47 @@ def build_code_index(
     def every_row() -> list[_Row]:
         return [r for p in sorted(rows_by_path) for r in rows_by_path[p]]
 
+    # The chunk shards are written while the full text indexes: both let go
+    # of the GIL for most of their work (on the standard library's cold
+    # build, the shards took 0.5 s after Tantivy's 2 s when written in turn).
+    shard_state = state if state is not None and state.meta.shards == shards else None
+    written = Concurrent(
+        lambda: _write_chunks(
+            directory,
+            rows_by_path,
+            changed,
+            shard_state,
+            None if in_place or reuse is None else reuse,
+            shards,
+        ),
+        "gitmem code chunks",
+    )
     try:
-        _fulltext(directory, came, [old_keys[k] for k in gone], report, notify)
-    except IndexDamagedError:
-        # The copied index does not open: index everything afresh.
-        _clear(directory, vectors=False)
-        gone, old_meta = [], None
-        report.reused = False
-        _fulltext(directory, every_row(), [], report, notify)
-    meta = CodeMeta(CODE_INDEX_VERSION, report.chunks, shards=shards)
-    _vectors(
-        directory,
-        every_row,
-        report.chunks,
-        gone,
-        old_meta,
-        meta,
-        report,
-        config,
-        stamp_dir,
-        cache_root,
-        embed,
-        notify,
-    )
-    tables = _write_chunks(
-        directory,
-        rows_by_path,
-        changed,
-        state if state is not None and state.meta.shards == shards else None,
-        None if in_place or reuse is None else reuse,
-        shards,
-    )
+        try:
+            _fulltext(directory, came, [old_keys[k] for k in gone], report, notify)
+        except IndexDamagedError:
+            # The copied index does not open: index everything afresh.
+            _clear(directory, vectors=False)
+            gone, old_meta = [], None
+            report.reused = False
+            _fulltext(directory, every_row(), [], report, notify)
+        meta = CodeMeta(CODE_INDEX_VERSION, report.chunks, shards=shards)
+        _vectors(
+            directory,
+            every_row,
+            report.chunks,
+            gone,
+            old_meta,
+            meta,
+            report,
+            config,
+            stamp_dir,
+            cache_root,
+            embed,
+            notify,
+        )
+    finally:
+        tables = written.join()
     _write_meta(directory, meta)
     for gone_dir in [d for d in _STATES if not os.path.isdir(d)]:
         del _STATES[gone_dir]  # a generation removed since (or a build that failed after)
