@@ -588,11 +588,20 @@ def _generations(repo: Path) -> list[str]:
     return sorted(p.name for p in graph_root(where(repo)).iterdir() if p.name.startswith("g"))
 
 
-def test_a_code_index_that_fails_while_resolving_fails_the_build(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("part", "error"),
+    [
+        # the code index, built on a thread while the builder resolves
+        ("build_code_index", RuntimeError("the code index failed")),
+        # its chunk shards, written on a thread while the full text indexes
+        ("_write_chunks", OSError("no space left for the chunk shards")),
+    ],
+)
+def test_a_part_built_on_a_thread_that_fails_fails_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, part: str, error: Exception
 ) -> None:
-    """The code index is built on a thread while the builder resolves: its
-    failure still fails the build, and the graph stays as it was."""
+    """The code index and its chunk shards are built on threads of their
+    own: a failure there still fails the build, and the graph stays as it was."""
     import gitmem.graph.codeindex as codeindex
 
     repo = code_repo(tmp_path / "repo")
@@ -602,10 +611,10 @@ def test_a_code_index_that_fails_while_resolving_fails_the_build(
     commit_all(repo, "change")
 
     def failing(*args: object, **kwargs: object) -> None:
-        raise RuntimeError("the code index failed")
+        raise error
 
-    monkeypatch.setattr(codeindex, "build_code_index", failing)
-    with pytest.raises(RuntimeError, match="the code index failed"):
+    monkeypatch.setattr(codeindex, part, failing)
+    with pytest.raises(type(error), match=str(error)):
         run(repo)
     assert (table_bytes(repo), _generations(repo)) == before
     monkeypatch.undo()
@@ -648,31 +657,6 @@ def test_a_failure_while_resolving_waits_for_the_code_index(
         run(repo)
     assert indexed.is_set()  # the build waited for it
     assert (table_bytes(repo), _generations(repo)) == before
-
-
-def test_a_chunk_shard_that_fails_to_write_fails_the_build(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The code index writes its chunk shards on a thread of its own while
-    the full text indexes: a failure there fails the build like any other,
-    and the graph stays as it was."""
-    import gitmem.graph.codeindex as codeindex
-
-    repo = code_repo(tmp_path / "repo")
-    run(repo)
-    before = table_bytes(repo), _generations(repo)
-    write(repo, {"util.py": "def helper(x):\n    return x + 3\n"})
-    commit_all(repo, "change")
-
-    def failing(*args: object, **kwargs: object) -> None:
-        raise OSError("no space left for the chunk shards")
-
-    monkeypatch.setattr(codeindex, "_write_chunks", failing)
-    with pytest.raises(OSError, match="no space left"):
-        run(repo)
-    assert (table_bytes(repo), _generations(repo)) == before
-    monkeypatch.undo()
-    assert run(repo).built
 
 
 # which files ----------------------------------------------------------------------------------
