@@ -6,9 +6,9 @@
 In a fresh temporary repository, one store of generated events (notes,
 observations, decisions, learnings, checkpoints over 1,000 sessions and a
 year of time) grows through each of ``--sizes`` up to ``--events``; at each
-size the index is refreshed (incrementally, every text embedded) and hot search is timed, so the
-sizes around the vector index's exact/HNSW threshold (4,096) are covered
-without building a store per size. At the final size:
+size the index is refreshed (incrementally, every text embedded) and hot
+search is timed, so the sizes around the vector index's exact/HNSW threshold
+(4,096) are covered without building a store per size. At the final size:
 
 * index build: events table + full text, then the embeddings and vector
   index separately (each in a fresh process, with its peak RSS);
@@ -302,7 +302,8 @@ def main() -> int:
         f" embeddings: {provider}, observations not embedded (edda.embed.types)"
     )
     print(
-        "  hot hybrid search as the store grows (in-process, warm; refresh of the step before it, every text embedded):"
+        "  hot hybrid search as the store grows (in-process, warm;"
+        " refresh of the step before it, every text embedded):"
     )
     for size, mode, seconds, times in by_size:
         print(
