@@ -776,7 +776,8 @@ def test_a_directory_out_of_order_is_left_to_git(crowded: tuple[Path, list[str]]
         entries = [new[i : i + size] for i in range(0, len(new), size)]
         added = next(e for e in entries if e[7:39] == shared[0].encode())
         moved = [e for e in entries if e != added]
-        at = 0 if moved[0] > added else len(moved)  # a place where it is out of order
+        # a place where it is out of order: last unless it sorts last, then first
+        at = len(moved) if added < moved[-1] else 0
         unsorted = b"".join([*moved[:at], added, *moved[at:]])
         odd = str(pg.odb.write(pygit2.enums.ObjectType.TREE, unsorted))
         assert verified._gained(mem.backend, old_id, odd, [shared[0]]) is None
