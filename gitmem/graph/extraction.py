@@ -105,7 +105,8 @@ def gc_paused(*, keep: bool = False) -> Iterator[None]:
     many objects and keeps most of them (parsing, a build): its collections
     walk every live object again and again, for no garbage (on the standard
     library's cold build, 1.2 s of the builder's 11 s CPU, 4% of a parser's).
-    Cycles made meanwhile are collected after the block.
+    Cycles made meanwhile are collected after the block (with ``keep``,
+    once a later block has unfrozen them).
 
     ``keep``: the process keeps what the block made (a first build: its
     resolver, facts and chunks stay in the process's memos), so those
