@@ -105,6 +105,105 @@ def test_the_fused_top_is_the_exact_one_whatever_the_first_depth(
     assert max(reads, default=0) <= depth * fusion.MAX_DEEPEN
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    items=ITEMS,
+    limit=st.integers(1, 12),
+    depth=st.integers(1, 8),
+    weight=st.sampled_from([0.1, 0.3, 0.9]),
+    values=st.lists(st.floats(0.0, 1.0, allow_nan=False).map(lambda x: round(x, 3)), min_size=60),
+    slack=st.sampled_from([0.0, 0.25]),
+)
+def test_with_a_bonus_the_top_is_the_exact_one_by_the_bonused_score(
+    items: list[tuple[float | None, float | None]],
+    limit: int,
+    depth: int,
+    weight: float,
+    values: list[float],
+    slack: float,
+) -> None:
+    # memory search's recency for a query about time: each item's value is at
+    # most ``best`` (the newest allowed item's), which may also be a loose bound
+    lowest = min((c for _s, c in items if c is not None), default=0.0)
+    best = min(1.0, max(values[: len(items)], default=0.0) + slack)
+    bonus = fusion.Bonus(weight, lambda i: values[i], best)
+    reads: list[int] = []
+    found = fuse_scores(
+        _sides(items, reads, lowest), limit, depth, lambda _i: None, lambda i: (i,), bonus
+    )
+    relevance = dict(_brute(items, len(items), lowest))
+    expected = sorted(
+        relevance,
+        key=lambda i: (
+            -round((1 - weight) * relevance[i] + weight * values[i], fusion.DECIMALS),
+            i,
+        ),
+    )[:limit]
+    assert [f.item for f in found] == expected
+    for f in found:
+        assert abs(f.relevance - relevance[f.item]) < 1e-9
+        assert abs(f.score - ((1 - weight) * relevance[f.item] + weight * values[f.item])) < 1e-9
+    assert max(reads, default=0) <= depth * fusion.MAX_DEEPEN
+
+
+def test_a_bonus_reads_no_deeper_than_its_top_needs() -> None:
+    # 40 items, every one matched by both engines; the bonus is the same for
+    # all: the top 3 by score is the top 3 by relevance, read at the first depth
+    items: list[tuple[float | None, float | None]] = [
+        (float(40 - i), round(0.9 - i / 100, 2)) for i in range(40)
+    ]
+    reads: list[int] = []
+    bonus = fusion.Bonus(0.1, lambda _i: 0.5, 0.5)
+    found = fuse_scores(_sides(items, reads, 0.0), 3, 5, lambda _i: None, lambda i: (i,), bonus)
+    assert [f.item for f in found] == [0, 1, 2]
+    assert reads == [5, 5]
+    # a loose bound (some unread item might be newer) makes it read deeper
+    reads.clear()
+    loose = fusion.Bonus(0.1, lambda _i: 0.5, 1.0)
+    fuse_scores(_sides(items, reads, 0.0), 3, 5, lambda _i: None, lambda i: (i,), loose)
+    assert max(reads) > 5
+
+
+def test_a_time_query_reads_at_most_four_times_deeper() -> None:
+    # every item matches about equally and the newest are read last: an exact
+    # top by relevance and recency would read all 400; capped, the best of
+    # the first 4 x 5 read, the same every time
+    items: list[tuple[float | None, float | None]] = [
+        (round(10.0 - i / 1000, 3), round(0.8 - i / 10000, 4)) for i in range(400)
+    ]
+    newness = [i / 400 for i in range(400)]
+    reads: list[int] = []
+    capped = fusion.Bonus(0.1, lambda i: newness[i], 1.0, fusion.TIME_DEEPEN)
+    found = fuse_scores(_sides(items, reads, 0.0), 3, 5, lambda _i: None, lambda i: (i,), capped)
+    assert max(reads) == 5 * fusion.TIME_DEEPEN
+    assert [f.item for f in found] == [19, 18, 17]  # the newest of those read
+    again = fuse_scores(_sides(items, [], 0.0), 3, 5, lambda _i: None, lambda i: (i,), capped)
+    assert [f.item for f in again] == [19, 18, 17]
+    exact = fusion.Bonus(0.1, lambda i: newness[i], 1.0, 1000)  # uncapped
+    found = fuse_scores(_sides(items, reads, 0.0), 3, 5, lambda _i: None, lambda i: (i,), exact)
+    assert [f.item for f in found] == [399, 398, 397]
+
+
+def test_only_candidates_that_can_reach_the_top_are_looked_up() -> None:
+    # the lists agree at the top and part ways below: an item one list ranks
+    # low cannot reach the top 3 whatever the other engine gives it, so its
+    # other score is not asked for
+    items: list[tuple[float | None, float | None]] = []
+    for i in range(60):
+        bm25 = 30.0 - i / 2 if i < 30 or i % 2 == 0 else None
+        cosine = round(0.9 - i / 100, 2) if i < 30 or i % 2 == 1 else None
+        items.append((bm25, cosine))
+    asked: list[int] = []
+    sides = _sides(items, [], 0.0)
+    for side in sides:
+        lookup = side.lookup
+        side.lookup = lambda wanted, lookup=lookup: asked.extend(wanted) or lookup(wanted)  # type: ignore[method-assign, misc]
+    found = fuse_scores(sides, 3, 20, lambda _i: None, lambda i: (i,))
+    assert [f.item for f in found] == [0, 1, 2]
+    assert all(f.raw.keys() == {"lexical", "vector"} for f in found)
+    assert len(asked) < 10, asked  # of the ~20 read by one list and not the other
+
+
 def test_parts_raw_scores_and_ranks() -> None:
     items: list[tuple[float | None, float | None]] = [
         (10.0, 0.2),  # the best BM25

@@ -711,6 +711,51 @@ def test_cli_now_changes_recency(tmp_path: Path) -> None:
     )
 
 
+def test_a_time_query_ranks_exactly_by_relevance_and_recency(tmp_path: Path) -> None:
+    # Many events share the query's words at many ages: the top by relevance
+    # and recency together is the one computed from every event's scores,
+    # however shallow the first candidate lists are.
+    import random
+
+    rng = random.Random(5)
+    words = ["timeout", "retry", "worker", "schema", "token", "lunch", "report", "queue"]
+    drafts = [
+        Draft(
+            "note",
+            # all match; the more other words, the lower the relevance, a little
+            {
+                "text": " ".join(
+                    ["pool cache deploy", *rng.sample(words, rng.randrange(8)), f"n{i}"]
+                )
+            },
+            time=T0 + rng.randrange(0, 400) * DAY_US + i,
+        )
+        for i in range(240)
+    ]
+    repo = scratch_repo(tmp_path / "repo")
+    with Memory.open(repo) as mem:
+        mem.append_many(drafts)
+    with IndexView.open(repo) as view:
+        query = "latest pool cache deploy"
+        everything = search(view, query, now=NOW, limit=240, candidates=1000)
+        assert everything.timely and len(everything.hits) > 100
+        ranked = sorted(
+            everything.hits,
+            key=lambda h: (
+                -round(RELEVANCE_WEIGHT * h.relevance + RECENCY_WEIGHT * h.recency, 9),
+                -h.event.time,
+                h.event.id,
+            ),
+        )
+        for candidates in (5, 8, 50):
+            top = search(view, query, now=NOW, limit=5, candidates=candidates)
+            assert hit_ids(top) == [h.event.id for h in ranked[:5]], candidates
+            for hit in top.hits:
+                assert hit.score == pytest.approx(
+                    RELEVANCE_WEIGHT * hit.relevance + RECENCY_WEIGHT * hit.recency, abs=1e-9
+                )
+
+
 def test_recency_counts_in_whole_days(tmp_path: Path) -> None:
     assert recency(T0, T0 + DAY_US - 1) == 1.0
     assert recency(T0, T0 + 30 * DAY_US) == 0.5

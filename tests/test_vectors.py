@@ -177,3 +177,46 @@ def test_key_array_is_unique_sorted_whatever_it_is_given(keys: list[int], presor
     got = key_array(given_keys)
     assert got.dtype == np.uint64
     assert got.tolist() == sorted(set(keys))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    count=st.integers(1, 30),
+    asked=st.lists(st.integers(0, 39), max_size=25),
+    whole=st.booleans(),
+    shard_size=st.sampled_from([0, 4, 7]),
+)
+def test_stored_by_key_gives_each_present_keys_vector(
+    count: int, asked: list[int], whole: bool, shard_size: int
+) -> None:
+    """The hybrid search reads the full-text candidates' vectors this way
+    while the query embeds: the keys that have one (absent ones and keys of
+    other indexes left out), each with its stored row, in one index or in
+    shards, before or after a small index was read whole."""
+    from unittest import mock
+
+    from gitmem.index import vectorshards
+
+    rng = np.random.default_rng(count)
+    keys = [1_000 + 7 * i for i in range(40)]
+    rows = rng.standard_normal((count, DIM)).astype(np.float32)
+    wanted = [keys[i] for i in asked]
+    with tempfile.TemporaryDirectory() as tmp:
+        if shard_size:
+            with mock.patch.object(vectorshards, "SHARD_VECTORS", shard_size):
+                index: Any = vectorshards.VectorShards.fresh(Path(tmp), DIM)
+                index.add(keys[:count], rows)
+        else:
+            index = _index(keys[:count], rows)
+            if whole:
+                index.search(rows[0], 1)  # reads the small index whole
+                assert index._matrix is not None
+        present, stored = index.stored_by_key(wanted)
+        expected = [k for k in wanted if k in set(keys[:count])]
+        assert sorted(present.tolist()) == sorted(expected)
+        if not shard_size:
+            assert present.tolist() == expected  # in the order asked
+        single = index if not shard_size else None
+        for key, row in zip(present.tolist(), stored, strict=True):
+            reference = _index(keys[:count], rows) if single is None else single
+            assert np.array_equal(row, reference.index.get(key, dtype="i8"))

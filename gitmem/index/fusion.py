@@ -29,13 +29,17 @@ is barely closer than the tenth does not push it out. On the development
 sets of ``../shared/evals`` equal-weight RRF ranked below full text alone;
 this fusion ranks above it (README, Search).
 
-Every candidate is scored by **both** engines: an item one engine returned
-gets its exact score from the other (a full-text query restricted to those
-ids, the cosine of those keys), so a relevance never depends on how deep a
-list was read. The candidate lists are deepened until nothing outside them
-can reach the top ``limit`` (the threshold of Fagin's algorithm: an unread
-item scores at most what the last read item of each list scores), so hits
-and scores do not depend on the candidate limit either.
+Every hit is scored by **both** engines: an item one engine returned gets
+its exact score from the other (a full-text query restricted to those ids,
+the cosine of those keys), so a relevance never depends on how deep a list
+was read. That lookup is skipped for a candidate that cannot reach the top
+``limit`` whatever the other engine gives it (its score there is at most
+what that engine's last read item scores). The candidate lists are deepened
+until nothing outside them can reach the top ``limit`` (the threshold of
+Fagin's algorithm: an unread item scores at most what the last read item of
+each list scores), so hits and scores do not depend on the candidate limit
+either, up to :data:`MAX_DEEPEN` (and :data:`TIME_DEEPEN` for a ranking
+with recency, :class:`Bonus`).
 
 **Reciprocal rank fusion** (``"rrf"``) is kept selectable: an item's
 relevance is ``sum(1/(k + rank))`` over the engines that returned it,
@@ -70,6 +74,16 @@ FLOOR_SAMPLE = 256
 MAX_DEEPEN = 64
 """Candidate lists are deepened at most to this many times the first depth."""
 DECIMALS = 9  # relevances are compared at this precision: float noise is no ranking signal
+TIME_DEEPEN = 4
+"""How much deeper than the first depth a ranking with a :class:`Bonus` of
+recency reads (memory search, a query about time). Recency weighs little
+(0.1), yet an exact top by relevance and recency can need every candidate
+whose relevance is within that weight of the top's: on a store where
+thousands of events match a query about equally, thousands of candidates
+(tail latency 2x in ``bench/retrieval.py``). Read four times deeper at most,
+the top is exact whenever it is found there and otherwise the best by
+relevance and recency of the candidates read: the same each time for the
+same store, query and ``now``."""
 
 K = TypeVar("K", bound=Hashable)
 
@@ -207,6 +221,33 @@ class Fused(Generic[K]):
     raw: dict[str, float]  # engine -> raw score (BM25, cosine); absent: no match
     normalised: dict[str, float]  # engine -> its 0..1 score
     ranks: dict[str, int]  # engine -> rank in that engine's list, when the item was in it
+    score: float = 0.0  # what the items were ranked by: the relevance, or with a Bonus
+
+
+@dataclass(frozen=True)
+class Bonus(Generic[K]):
+    """A term weighed into the ranking besides the relevance (memory search:
+    recency, for a query that asks about time): an item ranks by
+    ``(1 - weight) * relevance + weight * value(item)``, where ``value`` lies in
+    0..1 and is at most ``best`` for any allowed item. Knowing ``best`` keeps
+    the ranking exact: an unread item's score is bounded like its relevance,
+    so the lists are read only as deep as the top ``limit`` by that score
+    needs, not deep enough for a wider top by relevance alone."""
+
+    weight: float
+    value: Callable[[K], float]
+    best: float = 1.0
+    deepen: int = MAX_DEEPEN
+    """Read the lists at most this many times deeper than the first depth:
+    the top is exact when it is found within that depth, else the best of
+    what was read (memory search caps a time query at
+    :data:`TIME_DEEPEN`, see there)."""
+
+    def score(self, relevance: float, item: K) -> float:
+        return (1.0 - self.weight) * relevance + self.weight * self.value(item)
+
+    def bound(self, relevance: float) -> float:
+        return (1.0 - self.weight) * relevance + self.weight * self.best
 
 
 def fuse_scores(
@@ -215,13 +256,15 @@ def fuse_scores(
     depth: int,
     prepare: Callable[[Sequence[K]], None],
     order: Callable[[K], tuple[object, ...]],
+    bonus: Bonus[K] | None = None,
 ) -> list[Fused[K]]:
     """The best ``limit`` items by score-aware fusion of ``sides`` (each weighted
     :data:`LEXICAL_WEIGHT` / :data:`VECTOR_WEIGHT`, renormalised to 1 over the
     sides given), reading ``depth`` candidates per side first and deepening
     until no unread item can reach the top (see the module docstring).
-    ``order`` breaks ties between equal relevances (smaller first), once
-    ``prepare`` was given every candidate (to read what it needs in one go)."""
+    ``order`` breaks ties between equal scores (smaller first), once
+    ``prepare`` was given every candidate (to read what it needs in one go).
+    With a ``bonus``, items rank by the relevance with it (see :class:`Bonus`)."""
     if not sides:
         return []
     total = sum(_weight(s) for s in sides)
@@ -231,32 +274,89 @@ def fuse_scores(
         for side in sides:
             side.fetch(depth)
         items = list(dict.fromkeys(i for side in sides for i, _s in side.ranked))
+        prepare(items)
+        exact = _look_up(sides, weights, items, limit, bonus)
+        fused = []
+        for item in exact:
+            parts = {s.name: s.normalised(_known(s.scores.get(item))) for s in sides}
+            rel = sum(w * parts[s.name] for w, s in zip(weights, sides, strict=True))
+            score = rel if bonus is None else bonus.score(rel, item)
+            fused.append((round(score, DECIMALS), item, parts, round(rel, DECIMALS)))
+        fused.sort(key=lambda f: (-f[0], order(f[1])))
+        bound = sum(w * s.bound() for w, s in zip(weights, sides, strict=True))
+        threshold = round(bound if bonus is None else bonus.bound(bound), DECIMALS)
+        enough = len(fused) >= limit and fused[limit - 1][0] > threshold
+        deepest = first * (MAX_DEEPEN if bonus is None else bonus.deepen)
+        if enough or all(s.complete for s in sides) or depth >= deepest:
+            break
+        depth *= 4
+    positions = ranks([(s.name, s.ranked) for s in sides])
+    out = []
+    for score, item, parts, rel in fused[:limit]:
+        raw = {s.name: v for s in sides if (v := _known(s.scores.get(item))) is not None}
+        where = {name: rank for name, (rank, _score) in positions.get(item, {}).items()}
+        out.append(Fused(item, rel, raw, parts, where, score))
+    return out
+
+
+def _look_up(
+    sides: Sequence[Side[K]],
+    weights: Sequence[float],
+    items: Sequence[K],
+    limit: int,
+    bonus: Bonus[K] | None,
+) -> list[K]:
+    """Ask each side for the scores it has not given of those ``items`` that
+    can still reach the top ``limit``; returns the items every side has
+    scored. An unscored part is bounded by what its side left unread (an
+    item one list returned and the other did not scores at most the other's
+    last read score there), so an item whose bound is below the
+    ``limit``-th exact score cannot reach the top and needs no lookup: deep
+    lists (a time query) then ask the engines for a few scores, not for
+    every candidate's. Highest bounds are asked first, then whatever can
+    still reach the top once their scores are known."""
+
+    def score(relevance: float, item: K) -> float:
+        return round(relevance if bonus is None else bonus.score(relevance, item), DECIMALS)
+
+    while True:
+        exact: list[K] = []
+        scores: list[float] = []
+        open_: list[tuple[float, K]] = []
+        for item in items:
+            low, high, complete = 0.0, 0.0, True
+            for w, side in zip(weights, sides, strict=True):
+                raw = side.scores.get(item)
+                if raw is None:
+                    complete = False
+                    high += w * side.bound()
+                else:
+                    part = w * side.normalised(_known(raw))
+                    low += part
+                    high += part
+            if complete:
+                exact.append(item)
+                scores.append(score(low, item))
+            else:
+                open_.append((score(high, item), item))
+        if not open_:
+            return exact
+        if len(scores) >= limit:
+            least = sorted(scores, reverse=True)[limit - 1]
+            # (>=: an equal score may still win the tie on the caller's order)
+            wanted = [item for high, item in open_ if high >= least]
+        else:  # not yet ``limit`` exact scores: the best bounds first
+            open_.sort(key=lambda p: -p[0])
+            wanted = [item for _high, item in open_[: limit - len(scores)]]
+        if not wanted:
+            return exact
         for side in sides:
-            missing = [i for i in items if i not in side.scores]
+            missing = [i for i in wanted if i not in side.scores]
             if missing:
                 found = side.lookup(missing)
                 side.scores.update(found)
                 # an item the engine does not match at all scores nothing there
                 side.scores.update({i: float("-inf") for i in missing if i not in found})
-        prepare(items)
-        fused = []
-        for item in items:
-            parts = {s.name: s.normalised(_known(s.scores.get(item))) for s in sides}
-            rel = sum(w * parts[s.name] for w, s in zip(weights, sides, strict=True))
-            fused.append((round(rel, DECIMALS), item, parts))
-        fused.sort(key=lambda f: (-f[0], order(f[1])))
-        threshold = round(sum(w * s.bound() for w, s in zip(weights, sides, strict=True)), DECIMALS)
-        enough = len(fused) >= limit and fused[limit - 1][0] > threshold
-        if enough or all(s.complete for s in sides) or depth >= first * MAX_DEEPEN:
-            break
-        depth *= 4
-    positions = ranks([(s.name, s.ranked) for s in sides])
-    out = []
-    for rel, item, parts in fused[:limit]:
-        raw = {s.name: v for s in sides if (v := _known(s.scores.get(item))) is not None}
-        where = {name: rank for name, (rank, _score) in positions.get(item, {}).items()}
-        out.append(Fused(item, rel, raw, parts, where))
-    return out
 
 
 def _weight(side: Side[K]) -> float:

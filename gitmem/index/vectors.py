@@ -183,6 +183,22 @@ class Vectors:
             return np.zeros((0, self.dim), dtype=np.int8)
         return self._rows(wanted[np.atleast_1d(self.index.contains(wanted)).astype(bool)])
 
+    def stored_by_key(self, keys: Keys) -> tuple[NDArray[np.uint64], NDArray[np.int8]]:
+        """Those of ``keys`` that have a vector, and their stored int8
+        vectors, a row each (in the order of ``keys``)."""
+        import numpy as np
+
+        wanted = np.asarray(keys, dtype=np.uint64).reshape(-1)
+        if not len(wanted):
+            return wanted, np.zeros((0, self.dim), dtype=np.int8)
+        if self._matrix is not None:  # a small index read whole already
+            at = np.searchsorted(self._matrix.keys, wanted)
+            at[at >= len(self._matrix.keys)] = 0
+            found = self._matrix.keys[at] == wanted
+            return wanted[found], self._matrix.rows[at[found]]
+        present = wanted[np.atleast_1d(self.index.contains(wanted)).astype(bool)]
+        return present, self._rows(present)
+
     def add(self, keys: Keys, vectors: NDArray[np.float32]) -> None:
         import numpy as np
 

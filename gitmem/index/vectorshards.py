@@ -131,6 +131,25 @@ class VectorShards:
         parts = [shard.stored(keys) for shard in self.shards]
         return np.concatenate(parts) if parts else np.zeros((0, self.dim), dtype=np.int8)
 
+    def stored_by_key(self, keys: Keys) -> tuple[NDArray[np.uint64], NDArray[np.int8]]:
+        """Those of ``keys`` that have a vector, and their stored vectors, a
+        row each (shard by shard; a key in two shards: the first's, as
+        :meth:`search` scores it)."""
+        import numpy as np
+
+        if len(self.shards) == 1:
+            return self.shards[0].stored_by_key(keys)
+        wanted = np.asarray(keys, dtype=np.uint64).reshape(-1)
+        found_keys, found_rows = [], []
+        for shard in self.shards:
+            present, rows = shard.stored_by_key(wanted)
+            found_keys.append(present)
+            found_rows.append(rows)
+            wanted = wanted[~np.isin(wanted, present)]
+        if not found_keys:
+            return wanted, np.zeros((0, self.dim), dtype=np.int8)
+        return np.concatenate(found_keys), np.concatenate(found_rows)
+
     def remove(self, keys: Sequence[int]) -> int:
         """Remove the vectors of ``keys`` (absent ones are skipped); returns how
         many were there. A memory-mapped shard holding some is loaded first

@@ -13,7 +13,9 @@ the smaller event id, so the order depends on the store and the query alone,
 never on the moment the query runs. A query that asks about time ("latest",
 "recent", "yesterday" …, :func:`asks_about_time`) also weighs recency, a
 half-life decay from ``now`` counted in whole days, so two runs on the same
-day agree.
+day agree; the fusion then ranks by both (:class:`gitmem.index.fusion.Bonus`),
+reading the lists as deep as that top needs, up to
+:data:`gitmem.index.fusion.TIME_DEEPEN` times the first depth.
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ from gitmem.memory.query import EventFilter
 from gitmem.records.brancharg import CURRENT_BRANCH, BranchArg
 from gitmem.retrieval import overlap
 
-RELEVANCE_WEIGHT = 0.9  # a query that asks about time: relevance and recency, weighed
-RECENCY_WEIGHT = 0.1
+RECENCY_WEIGHT = 0.1  # a query that asks about time: relevance and recency, weighed
+RELEVANCE_WEIGHT = 1.0 - RECENCY_WEIGHT  # (0.9)
 HALF_LIFE_DAYS = 30.0
 MODES = ("hybrid", "lexical", "vector")
 DAY_US = 86_400_000_000
@@ -63,9 +65,13 @@ class _Allowed:
     mask: Any
     keys: Any = None  # sorted distinct key64 of the allowed rows
     sample: Any = None  # the floor's sample of them
+    newest: int | None = None  # the newest allowed event's time (see _newest)
 
 
 _LAST: weakref.WeakKeyDictionary[Any, _Allowed] = weakref.WeakKeyDictionary()
+# per open view: its time column in numpy, and the newest event's time
+_TIMES: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_NEWEST: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
 
 def _derived(view: Any, allowed: Any) -> _Allowed:
@@ -248,8 +254,8 @@ def search(
             ahead[want] = overlap.submit(
                 lambda: fulltext.search_keys(query, want, advanced=advanced)
             )
-    q = embedding() if embedding is not None else None
     if fusion == "rrf":
+        q = embedding() if embedding is not None else None
         lexical: list[tuple[int, float]] = []
         vector: list[tuple[int, float]] = []
         if q is not None:
@@ -262,8 +268,9 @@ def search(
         result.hits = _fuse_rrf(view, lexical, vector, now, limit, mode, result.timely)
     else:
         result.hits = _fuse_scores(
-            view, query, q, pool, allowed, advanced, now, limit, result, lexical_read, bool(ahead)
-        )
+            view, query, embedding, pool, allowed, advanced, now, limit, result, lexical_read,
+            bool(ahead),
+        )  # fmt: skip
     _provenance(view, result.hits)
     _supersession(view, result.hits, branch, all_branches)
     return result
@@ -316,6 +323,7 @@ class _Scores:
         self._prepare = prepare
         self._known: dict[int, float | None] = {}
         self._pending: list[tuple[list[int], overlap.Pending[dict[int, float]]]] = []
+        self._staged: list[tuple[list[int], Callable[[], dict[int, float]]]] = []
         self._asked: set[int] = set()
 
     def _new(self, rows: Sequence[int]) -> list[int]:
@@ -326,6 +334,13 @@ class _Scores:
     def _record(self, rows: list[int], found: dict[int, float]) -> None:
         for row in rows:
             self._known[row] = found.get(row)
+
+    def stage(self, rows: Sequence[int]) -> None:
+        """Prepare the lookup of ``rows`` now (what it reads besides the
+        query), and score them when scores are next asked for."""
+        new = self._new(rows)
+        if new:
+            self._staged.append((new, self._prepare(new)))
 
     def ahead(self, rows: Sequence[int], *, there: bool) -> None:
         """Ask for the scores of ``rows`` now: on the worker thread (``there``) or here."""
@@ -343,6 +358,9 @@ class _Scores:
         for asked, pending in self._pending:
             self._record(asked, pending.result())
         self._pending = []
+        for asked, call in self._staged:
+            self._record(asked, call())
+        self._staged = []
         self.ahead(rows, there=False)
         return {row: score for row in rows if (score := self._known[row]) is not None}
 
@@ -472,6 +490,29 @@ def _allowed_keys(view: Any, allowed: Any) -> Any:
     return picked
 
 
+def _newest(view: Any, allowed: Any) -> int:
+    """The time of the newest allowed event (the view's table is not empty)."""
+    import numpy as np
+
+    if allowed is None:
+        newest = _NEWEST.get(view)
+        if newest is None:
+            newest = _NEWEST[view] = int(np.max(_times(view)))
+        return newest
+    derived = _derived(view, allowed)
+    if derived.newest is None:
+        derived.newest = int(np.max(_times(view)[allowed]))
+    return derived.newest
+
+
+def _times(view: Any) -> Any:
+    """Every row's time as one numpy array, read once per view."""
+    times = _TIMES.get(view)
+    if times is None:
+        times = _TIMES[view] = to_numpy(view.table.column("time"), "int64")
+    return times
+
+
 def _vector_floor(view: Any, q: Any, allowed: Any) -> float:
     """The lowest cosine among a fixed sample of the allowed events (see
     :mod:`gitmem.index.fusion`): the cosine that normalises to 0."""
@@ -506,16 +547,33 @@ def _vector(view: Any, q: Any, depth: int, allowed: Any) -> list[tuple[int, floa
     return [(row, score) for row, (_k, score) in zip(rows, found, strict=True) if row is not None]
 
 
-def _vector_scores(view: Any, q: Any) -> Callable[[list[int]], Callable[[], dict[int, float]]]:
-    """The lookup of rows' cosines (absent: the event has no vector)."""
+def _vector_scores(
+    view: Any, query: Callable[[], Any]
+) -> Callable[[list[int]], Callable[[], dict[int, float]]]:
+    """The lookup of rows' cosines (absent: the event has no vector): the
+    stored vectors are read when the rows are given, the query's embedding
+    (``query()``) only when the cosines are computed, so the vectors can be
+    read while the query embeds. The cosines are those the vector search
+    gives the same events (:func:`gitmem.index.vectors.cosines`)."""
+    import numpy as np
+
+    from gitmem.index.vectors import cosines, norms
 
     def prepare(rows: list[int]) -> Callable[[], dict[int, float]]:
         keys = [int(k) for k in view.values_at("key64", rows)]
         row_of = dict(zip(keys, rows, strict=True))
+        present, stored = view.vectors.stored_by_key(keys)
+        lengths = norms(stored)
 
         def call() -> dict[int, float]:
-            found = view.vectors.search(q, len(keys), keys)
-            return {row_of[key]: score for key, score in found if key in row_of}
+            if not len(present):
+                return {}
+            q = np.asarray(query(), dtype=np.float64).reshape(stored.shape[1])
+            found = cosines(stored, lengths, q)
+            return {
+                row_of[key]: score
+                for key, score in zip(present.tolist(), found.tolist(), strict=True)
+            }
 
         return call
 
@@ -525,7 +583,7 @@ def _vector_scores(view: Any, q: Any) -> Callable[[list[int]], Callable[[], dict
 def _fuse_scores(
     view: Any,
     query: str,
-    q: Any,
+    embedding: _Embedding | None,
     pool: int,
     allowed: Any,
     advanced: bool,
@@ -536,14 +594,33 @@ def _fuse_scores(
     lexical_there: bool = False,
 ) -> list[Hit]:
     """Score-aware fusion of the engines the mode asks for (see
-    :mod:`gitmem.index.fusion`); ``lexical_there``: the full-text side's
-    first read runs on the worker thread."""
+    :mod:`gitmem.index.fusion`), once ``embedding`` (None: lexical only) is
+    there; ``lexical_there``: the full-text side's first read runs on the
+    worker thread."""
     sides: list[fusions.Side[int]] = []
     lexical_scores = _Scores(_lexical_scores(view, query, advanced))
     if result.mode in ("hybrid", "lexical"):
         sides.append(fusions.Side("lexical", lexical_read, lexical_scores))
+    embedded: list[Any] = []  # the query's embedding, once there
+    vector_scores = _Scores(_vector_scores(view, lambda: embedded[0]))
+    keys: dict[int, tuple[int, str]] = {}
+
+    def order(rows: Sequence[int]) -> None:
+        # ties: the newer event first, then the smaller id
+        new = [row for row in rows if row not in keys]
+        if new:
+            times, ids = view.values_at("time", new), view.values_at("id", new)
+            keys.update(zip(new, zip((-t for t in times), ids, strict=True), strict=True))
+
+    if embedding is not None and embedding.background and sides:
+        # While the query embeds there: what the full-text candidates need
+        # besides it (their stored vectors, their order), from a warm cache.
+        rows = [row for row, _score in lexical_read(pool)]
+        vector_scores.stage(rows)
+        order(rows)
+    q = embedding() if embedding is not None else None
+    embedded.append(q)
     vector_read = _first_read(lambda depth: _vector(view, q, depth, allowed))
-    vector_scores = _Scores(_vector_scores(view, q))
     if q is not None:
         sides.append(
             fusions.Side(
@@ -554,15 +631,6 @@ def _fuse_scores(
                 reference=lambda: _vector_floor(view, q, allowed),
             )
         )
-    keys: dict[int, tuple[int, str]] = {}
-
-    def order(rows: Sequence[int]) -> None:
-        # ties: the newer event first, then the smaller id
-        new = [row for row in rows if row not in keys]
-        if new:
-            times, ids = view.values_at("time", new), view.values_at("id", new)
-            keys.update(zip(new, zip((-t for t in times), ids, strict=True), strict=True))
-
     if len(sides) == 2:
         # What the fusion's first round needs, in an order that keeps two
         # threads busy (Tantivy lets go of the GIL): while the full-text
@@ -578,31 +646,32 @@ def _fuse_scores(
         vector_scores.ahead([row for row in rows if row not in seen], there=False)
         order(rows)
 
-    # A time query re-ranks by relevance and recency: fuse a deeper top for it.
-    wanted = max(limit, pool) if result.timely else limit
-    fused = fusions.fuse_scores(sides, wanted, pool, order, lambda row: keys[row])
+    bonus: fusions.Bonus[int] | None = None
+    if result.timely:
+        # A time query ranks by relevance and recency together, the lists
+        # read as deep as that top needs (no event is more recent than the
+        # newest allowed one), up to a bound (see fusion.TIME_DEEPEN).
+        bonus = fusions.Bonus(
+            RECENCY_WEIGHT,
+            lambda row: recency(-keys[row][0], now),
+            recency(_newest(view, allowed), now),
+            fusions.TIME_DEEPEN,
+        )
+    fused = fusions.fuse_scores(sides, limit, pool, order, lambda row: keys[row], bonus)
     for side in sides:
         count = len(side.ranked)
         if side.name == "lexical":
             result.lexical_candidates = count
         else:
             result.vector_candidates = count
-    scored = []
-    for f in fused:
-        fresh = recency(-keys[f.item][0], now)
-        score = f.relevance
-        if result.timely:
-            score = RELEVANCE_WEIGHT * f.relevance + RECENCY_WEIGHT * fresh
-        scored.append((-round(score, fusions.DECIMALS), keys[f.item], f, score, fresh))
-    scored.sort(key=lambda s: (s[0], s[1]))
-    top = scored[:limit]
-    events = view.events_at([s[2].item for s in top])
+    events = view.events_at([f.item for f in fused])
     hits = []
-    for (_neg, _key, f, score, fresh), event in zip(top, events, strict=True):
+    for f, event in zip(fused, events, strict=True):
+        fresh = recency(-keys[f.item][0], now)
         hits.append(
             Hit(
                 event,
-                score,
+                f.score,
                 lexical_rank=f.ranks.get("lexical"),
                 lexical_score=f.raw.get("lexical"),
                 vector_rank=f.ranks.get("vector"),
