@@ -97,18 +97,20 @@ with Memory.open(sys.argv[1]) as m:
 
 HOT = r"""
 import json, sys, time
+import pyarrow.compute as pc
 from gitmem.index.view import IndexView
 from gitmem.retrieval.search import search
 queries = json.loads(sys.argv[2])
 view = IndexView.open(sys.argv[1], refresh=False)
+now = pc.max(view.table.column("time")).as_py() + 86_400_000_000  # a day after the newest
 for q in queries[:3]:
-    search(view, q, now=1)
+    search(view, q, now=now)
 result = {}
 for mode in ("hybrid", "lexical", "vector"):
     times = []
     for q in queries:
         t = time.perf_counter()
-        search(view, q, limit=10, now=1, mode=mode)
+        search(view, q, limit=10, now=now, mode=mode)
         times.append((time.perf_counter() - t) * 1000)
     result[mode] = times
 print(json.dumps(result))
