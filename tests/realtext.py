@@ -18,8 +18,11 @@ def repository_lines(limit: int = 12_000) -> list[str]:
         for path in sorted(ROOT.glob(pattern)):
             lines.update(path.read_text(encoding="utf-8").splitlines())
     distinct = sorted(lines)
-    step = max(1, -(-len(distinct) // limit))
-    return distinct[::step]
+    if len(distinct) <= limit:
+        return distinct
+    # exactly ``limit``, evenly spread (a whole-number step halved the
+    # sample when the repository grew past ``limit`` lines)
+    return [distinct[i * len(distinct) // limit] for i in range(limit)]
 
 
 def repository_heads(chars: int = 3000) -> list[str]:
