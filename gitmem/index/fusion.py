@@ -280,8 +280,7 @@ def fuse_scores(
         for item in exact:
             parts = {s.name: s.normalised(_known(s.scores.get(item))) for s in sides}
             rel = sum(w * parts[s.name] for w, s in zip(weights, sides, strict=True))
-            score = rel if bonus is None else bonus.score(rel, item)
-            fused.append((round(score, DECIMALS), item, parts, round(rel, DECIMALS)))
+            fused.append((_ranking(rel, item, bonus), item, parts, round(rel, DECIMALS)))
         fused.sort(key=lambda f: (-f[0], order(f[1])))
         bound = sum(w * s.bound() for w, s in zip(weights, sides, strict=True))
         threshold = round(bound if bonus is None else bonus.bound(bound), DECIMALS)
@@ -315,10 +314,6 @@ def _look_up(
     lists (a time query) then ask the engines for a few scores, not for
     every candidate's. Highest bounds are asked first, then whatever can
     still reach the top once their scores are known."""
-
-    def score(relevance: float, item: K) -> float:
-        return round(relevance if bonus is None else bonus.score(relevance, item), DECIMALS)
-
     while True:
         exact: list[K] = []
         scores: list[float] = []
@@ -336,9 +331,9 @@ def _look_up(
                     high += part
             if complete:
                 exact.append(item)
-                scores.append(score(low, item))
+                scores.append(_ranking(low, item, bonus))
             else:
-                open_.append((score(high, item), item))
+                open_.append((_ranking(high, item, bonus), item))
         if not open_:
             return exact
         if len(scores) >= limit:
@@ -357,6 +352,11 @@ def _look_up(
                 side.scores.update(found)
                 # an item the engine does not match at all scores nothing there
                 side.scores.update({i: float("-inf") for i in missing if i not in found})
+
+
+def _ranking(relevance: float, item: K, bonus: Bonus[K] | None) -> float:
+    """What ``item`` ranks by, at the precision rankings compare."""
+    return round(relevance if bonus is None else bonus.score(relevance, item), DECIMALS)
 
 
 def _weight(side: Side[K]) -> float:

@@ -176,12 +176,7 @@ class Vectors:
     def stored(self, keys: Keys) -> NDArray[np.int8]:
         """The stored int8 vectors of those of ``keys`` that have one, a row
         each, in the order of ``keys``."""
-        import numpy as np
-
-        wanted = np.asarray(keys, dtype=np.uint64)
-        if not len(wanted):
-            return np.zeros((0, self.dim), dtype=np.int8)
-        return self._rows(wanted[np.atleast_1d(self.index.contains(wanted)).astype(bool)])
+        return self.stored_by_key(keys)[1]
 
     def stored_by_key(self, keys: Keys) -> tuple[NDArray[np.uint64], NDArray[np.int8]]:
         """Those of ``keys`` that have a vector, and their stored int8
@@ -192,10 +187,8 @@ class Vectors:
         if not len(wanted):
             return wanted, np.zeros((0, self.dim), dtype=np.int8)
         if self._matrix is not None:  # a small index read whole already
-            at = np.searchsorted(self._matrix.keys, wanted)
-            at[at >= len(self._matrix.keys)] = 0
-            found = self._matrix.keys[at] == wanted
-            return wanted[found], self._matrix.rows[at[found]]
+            at = _positions(self._matrix.keys, wanted)
+            return self._matrix.keys[at], self._matrix.rows[at]
         present = wanted[np.atleast_1d(self.index.contains(wanted)).astype(bool)]
         return present, self._rows(present)
 
