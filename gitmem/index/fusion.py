@@ -52,6 +52,7 @@ then event id; code: path and line), never by chance.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, TypeVar
@@ -276,26 +277,34 @@ def fuse_scores(
         items = list(dict.fromkeys(i for side in sides for i, _s in side.ranked))
         prepare(items)
         exact = _look_up(sides, weights, items, limit, bonus)
-        fused = []
-        for item in exact:
-            parts = {s.name: s.normalised(_known(s.scores.get(item))) for s in sides}
-            rel = sum(w * parts[s.name] for w, s in zip(weights, sides, strict=True))
-            fused.append((_ranking(rel, item, bonus), item, parts, round(rel, DECIMALS)))
-        fused.sort(key=lambda f: (-f[0], order(f[1])))
+        top = _best(exact, limit)
+        top.sort(key=lambda f: (-f[0], order(f[1])))
         bound = sum(w * s.bound() for w, s in zip(weights, sides, strict=True))
         threshold = round(bound if bonus is None else bonus.bound(bound), DECIMALS)
-        enough = len(fused) >= limit and fused[limit - 1][0] > threshold
+        enough = len(top) >= limit and top[limit - 1][0] > threshold
         deepest = first * (MAX_DEEPEN if bonus is None else bonus.deepen)
         if enough or all(s.complete for s in sides) or depth >= deepest:
             break
         depth *= 4
     positions = ranks([(s.name, s.ranked) for s in sides])
     out = []
-    for score, item, parts, rel in fused[:limit]:
+    for score, item, rel in top[:limit]:
+        parts = {s.name: s.normalised(_known(s.scores.get(item))) for s in sides}
         raw = {s.name: v for s in sides if (v := _known(s.scores.get(item))) is not None}
         where = {name: rank for name, (rank, _score) in positions.get(item, {}).items()}
-        out.append(Fused(item, rel, raw, parts, where, score))
+        out.append(Fused(item, round(rel, DECIMALS), raw, parts, where, score))
     return out
+
+
+def _best(exact: Mapping[K, tuple[float, float]], limit: int) -> list[tuple[float, K, float]]:
+    """``(score, item, relevance)`` of the items whose score is at least the
+    ``limit``-th best (ties included), unsorted: only they can be in the top,
+    so only they are put in the caller's order (one key per item)."""
+    found = [(score, item, rel) for item, (score, rel) in exact.items()]
+    if len(found) > limit:
+        cut = heapq.nlargest(limit, (score for score, _rel in exact.values()))[-1]
+        found = [f for f in found if f[0] >= cut]
+    return found
 
 
 def _look_up(
@@ -304,45 +313,49 @@ def _look_up(
     items: Sequence[K],
     limit: int,
     bonus: Bonus[K] | None,
-) -> list[K]:
+) -> dict[K, tuple[float, float]]:
     """Ask each side for the scores it has not given of those ``items`` that
-    can still reach the top ``limit``; returns the items every side has
-    scored. An unscored part is bounded by what its side left unread (an
-    item one list returned and the other did not scores at most the other's
-    last read score there), so an item whose bound is below the
+    can still reach the top ``limit``; returns ``(score, relevance)`` of the
+    items every side has scored (the score: what they rank by, see
+    :func:`_ranking`). An unscored part is bounded by what its side left
+    unread (an item one list returned and the other did not scores at most
+    the other's last read score there), so an item whose bound is below the
     ``limit``-th exact score cannot reach the top and needs no lookup: deep
     lists (a time query) then ask the engines for a few scores, not for
     every candidate's. Highest bounds are asked first, then whatever can
-    still reach the top once their scores are known."""
+    still reach the top once their scores are known. An item is scored
+    once: its parts stay what they were once every side has given them."""
+    # what an unscored part can reach: fixed once the sides were read
+    bounds = [w * side.bound() for w, side in zip(weights, sides, strict=True)]
+    parts = list(zip(weights, sides, bounds, strict=True))
+    exact: dict[K, tuple[float, float]] = {}
+    pending = list(items)
     while True:
-        exact: list[K] = []
-        scores: list[float] = []
         open_: list[tuple[float, K]] = []
-        for item in items:
+        for item in pending:
             low, high, complete = 0.0, 0.0, True
-            for w, side in zip(weights, sides, strict=True):
+            for w, side, bound in parts:
                 raw = side.scores.get(item)
                 if raw is None:
                     complete = False
-                    high += w * side.bound()
+                    high += bound
                 else:
                     part = w * side.normalised(_known(raw))
                     low += part
                     high += part
             if complete:
-                exact.append(item)
-                scores.append(_ranking(low, item, bonus))
+                exact[item] = (_ranking(low, item, bonus), low)
             else:
                 open_.append((_ranking(high, item, bonus), item))
         if not open_:
             return exact
-        if len(scores) >= limit:
-            least = sorted(scores, reverse=True)[limit - 1]
+        if len(exact) >= limit:
+            least = heapq.nlargest(limit, (score for score, _rel in exact.values()))[-1]
             # (>=: an equal score may still win the tie on the caller's order)
             wanted = [item for high, item in open_ if high >= least]
         else:  # not yet ``limit`` exact scores: the best bounds first
             open_.sort(key=lambda p: -p[0])
-            wanted = [item for _high, item in open_[: limit - len(scores)]]
+            wanted = [item for _high, item in open_[: limit - len(exact)]]
         if not wanted:
             return exact
         for side in sides:
@@ -352,6 +365,7 @@ def _look_up(
                 side.scores.update(found)
                 # an item the engine does not match at all scores nothing there
                 side.scores.update({i: float("-inf") for i in missing if i not in found})
+        pending = [item for _high, item in open_]
 
 
 def _ranking(relevance: float, item: K, bonus: Bonus[K] | None) -> float:
