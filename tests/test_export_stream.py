@@ -188,3 +188,53 @@ def test_export_memory_does_not_grow_with_the_bodies(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert out.stat().st_size > 6_400_000
     assert peak < 3_000_000, peak
+
+
+def test_a_streaming_pass_leaves_nothing_in_libgit2s_cache(tmp_path: Path) -> None:
+    """Commits and trees read inside ``streaming()`` are not kept by libgit2
+    (an export read each once and held ~250 MB of them at a million events);
+    the cache is on again once the outermost pass ends."""
+    repo = scratch_repo(tmp_path / "repo")
+    with Memory.open(repo) as mem:
+        for i in range(30):
+            mem.note(f"note {i}")
+    with Memory.open(repo) as mem:
+        backend = mem.backend
+        tip = backend.read_ref(layout.branch_ref("main"))
+        assert tip is not None
+        commits = backend.commits_between([tip], [])
+
+        def read_all() -> int:
+            for oid in commits:
+                backend.read_tree(backend.read_commit(oid).tree)
+            return int(pygit2.settings.cached_memory[0])
+
+        before = int(pygit2.settings.cached_memory[0])
+        with backend.streaming():
+            with backend.streaming():  # nested: still off when the inner one ends
+                pass
+            during = read_all()
+        assert during <= before
+        after = read_all()
+        assert after > during  # cached again
+
+
+def test_export_walks_the_chains_without_libgit2s_cache(tmp_path: Path, monkeypatch: Any) -> None:
+    from gitmem.memory import exporting
+
+    repo, _ = forked_store(tmp_path)
+    grown: list[int] = []
+    walk = exporting._walk
+
+    def measured(mem: Memory, tips: dict[str, str]) -> Any:
+        before = int(pygit2.settings.cached_memory[0])
+        rows = walk(mem, tips)
+        grown.append(int(pygit2.settings.cached_memory[0]) - before)
+        return rows
+
+    monkeypatch.setattr(exporting, "_walk", measured)
+    with Memory.open(repo) as mem:  # a fresh repository object: nothing cached yet
+        exported = export_json(list(export_events(mem, None)))
+    assert grown and grown[0] <= 0
+    with Memory.open(repo) as mem:
+        assert exported == export_json(held_in_memory(mem, None))

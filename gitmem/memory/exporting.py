@@ -23,6 +23,7 @@ from gitmem.errors import FormatError, GitError
 from gitmem.memory.event import Event
 from gitmem.records import canonical, layout
 from gitmem.storage.eventchain import check_format
+from gitmem.storage.payloadlist import payload_listing
 
 if TYPE_CHECKING:
     import numpy as np
@@ -53,6 +54,17 @@ class ExportEvents:
         return len(self.commit_of)
 
     def __iter__(self) -> Iterator[Event]:
+        backend = self.memory.backend
+        # Every envelope and body is read once; a body the listing could not
+        # place is looked up by path, which needs the store's directories
+        # cached (then the cache stays on).
+        if len(self.found) and int(self.found.min()) < 0:
+            yield from self._events()
+        else:
+            with backend.streaming():
+                yield from self._events()
+
+    def _events(self) -> Iterator[Event]:
         backend, ledger = self.memory.backend, self.memory.ledger
         rows = zip(
             self.blobs, self.commit_of.tolist(), self.payloads, self.found.tolist(), strict=True
@@ -84,7 +96,8 @@ def export_events(memory: Memory, branch: str | None = None) -> ExportEvents:
 
     memory.flush()
     tips = memory.ledger.memory_refs()
-    rows = _walk(memory, tips)
+    with memory.backend.streaming():  # every commit and its envelopes, read once
+        rows = _walk(memory, tips)
     tree = memory.ledger.payload_tree()
     ids = rows.all_ids()
     # an event met in several commits is the one met first
@@ -111,7 +124,8 @@ def export_events(memory: Memory, branch: str | None = None) -> ExportEvents:
     times = np.frombuffer(rows.times, dtype=np.int64)
     order = keep[np.lexsort((ids[keep], times[keep]))]
     blobs = np.frombuffer(rows.blobs, dtype=np.uint8).reshape(-1, rows.width or 1)
-    payloads, found = _payloads(memory, tree, ids[order], rows.width or 1)
+    with memory.backend.streaming():  # each directory of the store, read once
+        payloads, found = _payloads(memory, tree, ids[order], rows.width or 1)
     return ExportEvents(
         memory,
         tree,
@@ -137,57 +151,12 @@ def _payloads(
 
     unknown = (np.zeros((len(ids), width), dtype=np.uint8), np.full(len(ids), -1, dtype=np.int8))
     try:
-        listed = _listing(memory, tree, width) if tree is not None else None
+        listed = payload_listing(memory.backend, tree, width) if tree is not None else None
     except GitError:  # an unreadable directory: each lookup reports its own payload
         listed = None
     if listed is None or not len(ids):
         return unknown
-    names, oids = listed
-    at = np.searchsorted(names, ids)
-    hit = at < len(names)
-    hit[hit] = names[at[hit]] == ids[hit]
-    found = hit.astype(np.int8)
-    plain = np.char.str_len(ids) == 32
-    plain &= (np.frombuffer(ids.tobytes(), dtype=np.uint8) < 128).reshape(len(ids), -1).all(axis=1)
-    found[~plain] = -1
-    payloads = np.zeros((len(ids), width), dtype=np.uint8)
-    payloads[hit] = oids[at[hit]]
-    return payloads, found
-
-
-def _listing(
-    memory: Memory, tree: str, width: int
-) -> tuple[NDArray[np.bytes_], NDArray[np.uint8]] | None:
-    """(every payload's event id, sorted; its blob) in store tree ``tree``,
-    or None when a fan-out directory holds anything but payload files."""
-    import numpy as np
-
-    from gitmem.storage.payloads import flat_directory
-
-    backend = memory.backend
-    names: list[NDArray[np.bytes_]] = []
-    oids: list[NDArray[np.uint8]] = []
-    root = backend.read_path(tree, "p")
-    for fan in backend.read_tree(root) if root is not None else []:
-        if fan.mode != layout.MODE_TREE or len(fan.name) != 2 or not fan.name.isascii():
-            continue  # no lookup by path (p/<first two characters>/<id>) goes there
-        flat = flat_directory(backend.read_tree_bytes(fan.oid), width)
-        if flat is None:
-            return None
-        rows = np.frombuffer(flat.data, dtype=np.uint8).reshape(flat.count, flat.size)
-        named = np.ascontiguousarray(rows[:, flat.NAME_AT : flat.OID_AT - 1]).view("S32").ravel()
-        # only the entries a lookup by path finds there
-        prefix = np.frombuffer(fan.name.encode(), dtype=np.uint8)
-        here = rows[:, flat.NAME_AT : flat.NAME_AT + 2] == prefix
-        keep = here.all(axis=1)
-        names.append(named[keep])
-        oids.append(rows[keep, flat.OID_AT :])
-    if not names:
-        return np.array([], dtype="S32"), np.zeros((0, width), dtype=np.uint8)
-    every = np.concatenate(names)
-    if len(every) > 1 and not (every[1:] > every[:-1]).all():
-        return None  # not sorted and distinct: lookups by path decide
-    return every, np.concatenate(oids)
+    return listed.find(ids)
 
 
 def _among(names: set[str], pool: NDArray[np.bytes_]) -> set[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import NamedTuple, Protocol
 
 from gitmem.errors import ConflictError
@@ -84,6 +85,11 @@ class Backend(Protocol):
         ...
 
     def try_update(self, refs: Sequence[str], build: Builder) -> dict[str, str | None]: ...
+    def streaming(self) -> AbstractContextManager[None]:
+        """Within it, objects are read for a pass that reads each once: the
+        backend keeps none of them cached for later."""
+        ...
+
     def close(self) -> None: ...
 
 

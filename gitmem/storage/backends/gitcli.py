@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import IO
 
 from gitmem.errors import GitError
@@ -34,6 +35,11 @@ class GitCliBackend:
     def _git(self, args: list[str], input_bytes: bytes | None = None) -> bytes:
         prefix = ["-c", "core.fsync=all"] if self._fsync else []
         return run_git([*prefix, *args], self._cwd, input_bytes)
+
+    @contextmanager
+    def streaming(self) -> Iterator[None]:
+        """A pass that reads each object once: git keeps no cache here."""
+        yield
 
     def close(self) -> None:
         if self._batch is not None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from gitmem.errors import DependencyError, GitError
@@ -29,6 +31,11 @@ MAPPED_LIMIT = 128 * 2**20
 WINDOW_SIZE = 32 * 2**20
 CACHE_SIZE = 128 * 2**20
 TREE_CACHE_LIMIT = 8 * 2**20
+
+# libgit2's object cache is process-wide: streaming passes (any thread, any
+# repository) turn it off while at least one of them runs.
+_streaming = 0
+_streaming_lock = threading.Lock()
 
 
 def _pygit2() -> Any:
@@ -63,6 +70,29 @@ class Libgit2Backend:
 
     def close(self) -> None:
         self.repo.free()
+
+    @contextmanager
+    def streaming(self) -> Iterator[None]:
+        """A pass that reads each object once (an export walks every commit
+        and reads every body once): libgit2's object cache, which would keep
+        what it read up to its limit for nothing, is off until the pass ends
+        (at a million events an export held ~250 MB of cached commits and
+        trees). Lookups by path are then slower (a payload-store directory
+        is parsed again for each), so a pass that makes many uses ids it
+        listed instead."""
+        global _streaming
+        pygit2 = self._pg
+        with _streaming_lock:
+            _streaming += 1
+            if _streaming == 1:
+                pygit2.settings.enable_caching(False)
+        try:
+            yield
+        finally:
+            with _streaming_lock:
+                _streaming -= 1
+                if _streaming == 0:
+                    pygit2.settings.enable_caching(True)
 
     # refs -------------------------------------------------------------------
     def read_ref(self, name: str) -> str | None:
