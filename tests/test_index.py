@@ -1019,3 +1019,70 @@ def test_a_build_reports_its_progress_per_stage(tmp_path: Path) -> None:
     assert {t for _d, t in commits} == {len(commits)} and len(commits) >= 5
     done, total = seen["full-text index"][-1]
     assert done == total == report.events == 34
+
+
+@pytest.mark.parametrize("store", ["listed", "with an odd entry"])
+def test_a_bulk_build_reads_bodies_by_their_blobs_as_lookups_would(
+    tmp_path: Path, monkeypatch: Any, store: str
+) -> None:
+    """A build of many commits lists the payload store and reads each body
+    by its blob, with libgit2's cache off; its rows are those a build by
+    path lookups makes: plain texts, an attachment, a forged payload, a
+    missing one, a redacted event. A store the listing cannot read (an
+    entry that is no payload file) is read by path."""
+    from test_verify import rewrite_payload_store
+
+    from gitmem.index import builder
+    from gitmem.records import canonical, layout
+
+    repo = scratch_repo(tmp_path / "repo")
+    with Memory.open(repo) as mem:
+        [mem.note(f"note {i}") for i in range(5)]
+        mem.note("large " + "x" * 9_000)  # its text is an attachment
+        forged = mem.note("to be forged")
+        lost = mem.note("to lose its payload")
+        secret = mem.note("a secret")
+        mem.redact(secret.id, "leak")
+    changes: dict[str, bytes | None] = {
+        layout.payload_path(forged.id): canonical.encode({"text": "forged"}),
+        layout.payload_path(lost.id): None,
+    }
+    if store != "listed":
+        changes[f"p/{forged.id[:2]}/not-a-payload"] = b"odd"
+    rewrite_payload_store(repo, changes)
+    listed: list[bool] = []
+    listing = builder.payload_listing
+
+    def spied(*args: Any) -> Any:
+        found = listing(*args)
+        listed.append(found is not None)
+        return found
+
+    monkeypatch.setattr(builder, "payload_listing", spied)
+    columns = ["id", "type", "redacted", "missing", "text", "body", "envelope"]
+
+    def rows(bulk: int) -> list[dict[str, Any]]:
+        monkeypatch.setattr(builder, "BULK_COMMITS", bulk)
+        shutil.rmtree(root_of(repo), ignore_errors=True)
+        with Memory.open(repo) as mem:
+            cached = []
+            streaming = mem.backend.streaming
+
+            def watched() -> Any:
+                cached.append(True)
+                return streaming()
+
+            monkeypatch.setattr(mem.backend, "streaming", watched)
+            refresh(mem, embed=False)
+            assert bool(cached) == (bulk == 0)  # the listing at least
+        with IndexView.open(repo, refresh=False) as view:
+            found: list[dict[str, Any]] = view.table.select(columns).to_pylist()
+        return sorted(found, key=lambda r: r["id"])
+
+    by_blob, by_path = rows(0), rows(10**9)
+    assert listed == [store == "listed"]  # only the bulk build lists
+    assert by_blob == by_path
+    texts = {r["id"]: r for r in by_blob}
+    assert texts[forged.id]["text"] == "" and texts[lost.id]["missing"]
+    assert texts[secret.id]["redacted"]
+    assert any("x" * 9_000 in (r["body"] or "") for r in by_blob)  # the attachment, joined

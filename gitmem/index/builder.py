@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitmem.errors import GitmemError, IndexDamagedError
+from gitmem.errors import GitError, GitmemError, IndexDamagedError
 from gitmem.index import table as tables
 from gitmem.index.eventrow import blank, event_row
 from gitmem.index.manifest import Manifest, generation_files, read_manifest, write_manifest
@@ -18,12 +19,21 @@ from gitmem.index.segments import NewTexts, Runs, remove_stale
 from gitmem.index.state import Progress, RefreshReport, RefreshState
 from gitmem.records import layout
 from gitmem.sidecar import generations
+from gitmem.storage.payloadlist import UNKNOWN, PayloadListing, payload_listing
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from gitmem.index.fulltext import TextDoc
     from gitmem.memory.api import Memory
+
+
+BULK_COMMITS = 2_000
+"""A refresh that reads at least this many memory commits (a full build, a
+pull of many events) lists the payload store first and reads each body by
+its blob: a lookup by path would need libgit2's cache (see
+:mod:`gitmem.storage.payloadlist`). Below, listing a large store would cost
+more than the lookups it saves."""
 
 
 class Builder:
@@ -127,17 +137,23 @@ class Builder:
         # memory at a time): at a million events the rows alone would take
         # gigabytes. Duplicates, and rows already in the table, are dropped
         # when the runs are merged into it.
+        listing = self._listing(tree) if len(to_read) >= BULK_COMMITS else None
         runs = Runs(state.directory)
         targets = state.redaction_targets()
         try:
-            for done, (commit, ref) in enumerate(to_read, 1):
-                for envelope, event_ref, _commit in self._envelopes(commit, ref):
-                    body, _ = self.ledger.checked_body(tree, envelope)
-                    row = event_row(envelope, body, event_ref, commit)
-                    if row["type"] == "redaction" and row["target"]:
-                        targets.add(row["target"])
-                    runs.add(row)
-                self.progress("reading memory commits", done, len(to_read))
+            # Each commit, envelope and body is read once: with the store
+            # listed, no lookup needs libgit2's cache, which would otherwise
+            # keep ~250 MB of commits and trees at a million events.
+            with self.backend.streaming() if listing is not None else nullcontext():
+                for done, (commit, ref) in enumerate(to_read, 1):
+                    for envelope, event_ref, _commit in self._envelopes(commit, ref):
+                        body, _ = self._body(tree, envelope, listing)
+                        row = event_row(envelope, body, event_ref, commit)
+                        if row["type"] == "redaction" and row["target"]:
+                            targets.add(row["target"])
+                        runs.add(row)
+                    self.progress("reading memory commits", done, len(to_read))
+            del listing
             runs.flush()
             # Bodies that were missing may have arrived (a payload store merged by sync).
             revived: list[tables.EventRow] = []
@@ -199,6 +215,27 @@ class Builder:
                 fresh["_old_text"], fresh["was_missing"] = row["text"], False
                 rows.append(fresh)
         return rows
+
+    def _listing(self, tree: str | None) -> PayloadListing | None:
+        """The payload store listed (see :mod:`gitmem.storage.payloadlist`),
+        or None when it cannot be (bodies are then looked up by path)."""
+        if tree is None:
+            return None
+        with self.backend.streaming():  # each directory, read once
+            try:
+                return payload_listing(self.backend, tree, len(tree) // 2)
+            except GitError:  # an unreadable directory: each lookup reports its own
+                return None
+
+    def _body(
+        self, tree: str | None, envelope: dict[str, Any], listing: PayloadListing | None
+    ) -> tuple[dict[str, Any] | None, str | None]:
+        """An event's checked body, by its blob when ``listing`` knows it."""
+        if listing is not None:
+            found, blob = listing.blob(envelope["id"])
+            if found != UNKNOWN:
+                return self.ledger.checked_body(tree, envelope, blob, known=True)
+        return self.ledger.checked_body(tree, envelope)
 
     def _envelopes(self, commit: str, ref: str) -> Iterator[tuple[dict[str, Any], str, str]]:
         from gitmem.storage.eventchain import check_format
