@@ -784,3 +784,39 @@ def test_a_directory_out_of_order_is_left_to_git(crowded: tuple[Path, list[str]]
         executable = new.replace(b"100644 " + shared[0].encode(), b"100755 " + shared[0].encode())
         odd = str(pg.odb.write(pygit2.enums.ObjectType.TREE, executable))
         assert verified._gained(mem.backend, old_id, odd, [shared[0]]) is None
+
+
+@pytest.mark.parametrize("listable", [True, False], ids=["listed", "by path"])
+def test_a_full_verification_reports_the_same_whether_or_not_the_store_lists(
+    chain_repo: Path, listable: bool
+) -> None:
+    """A full verification finds payloads through a listing of the store; an
+    entry of another shape in ``p/`` stops the listing, and payloads are
+    then looked up by path. Either way the same problems: a forged payload,
+    a missing one, a redacted one still there."""
+    events = located(chain_repo)
+    forged, missing, kept = (e.envelope["id"] for e in events[:3])
+    with Memory.open(chain_repo) as mem:
+        body = mem.get(kept).body
+        mem.redact(kept, "leak")
+    assert body is not None
+    changes: dict[str, bytes | None] = {
+        layout.payload_path(forged): canonical.encode({"text": "forged"}),
+        layout.payload_path(missing): None,
+        layout.payload_path(kept): canonical.encode(body),
+    }
+    if not listable:
+        changes[f"p/{forged[:2]}/not-a-payload"] = b"odd"
+    rewrite_payload_store(chain_repo, changes)
+    with Memory.open(chain_repo) as mem:
+        report = mem.verify()
+    found = sorted((p.event or "", p.field or "") for p in report.problems)
+    assert found == sorted(
+        [(forged, "payload.size"), (forged, "payload.digest"), (missing, "payload"),
+         (kept, "payload")]
+    )  # fmt: skip
+    messages = {p.event: p.message for p in report.problems if p.field == "payload"}
+    assert "missing" in messages[missing] and "redacted" in messages[kept]
+    assert report.redacted == 1
+    odd = [w for w in report.warnings if w.event == "not-a-payload"]
+    assert len(odd) == (0 if listable else 1)

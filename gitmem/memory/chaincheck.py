@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from gitmem.memory.checkedevents import CheckedEvents
 from gitmem.memory.report import Problem, Report, error_text
 from gitmem.records import canonical, layout
 from gitmem.storage.envelope import RECORD_VERSION, envelope_problems
@@ -22,16 +23,14 @@ def check_chain(
     ref: str,
     tip: str,
     report: Report,
-    envelopes: dict[str, dict[str, Any]],
-    where: dict[str, tuple[str, str]],
+    checked: CheckedEvents,
     seen_commits: set[str],
 ) -> None:
     """Check every commit and envelope reachable from ``tip`` (on ``ref``).
 
-    Each sound event seen for the first time goes into ``envelopes`` (id ->
-    envelope) and ``where`` (id -> (ref, commit)) for the payload checks;
-    ``seen_commits`` spans all chains, so a commit shared by several is
-    counted once.
+    Each sound event seen for the first time goes into ``checked``, with
+    where it was met, for the payload checks; ``seen_commits`` spans all
+    chains, so a commit shared by several is counted once.
     """
     backend = memory.backend
     chain_ids: set[str] = set()
@@ -48,7 +47,7 @@ def check_chain(
             if parent not in visited:
                 visited.add(parent)
                 stack.append(parent)
-        check_commit(memory, ref, oid, info, report, envelopes, where, seen_commits, chain_ids)
+        check_commit(memory, ref, oid, info, report, checked, seen_commits, chain_ids)
 
 
 def check_commits(
@@ -56,8 +55,7 @@ def check_commits(
     ref: str,
     commits: list[str],
     report: Report,
-    envelopes: dict[str, dict[str, Any]],
-    where: dict[str, tuple[str, str]],
+    checked: CheckedEvents,
     seen_commits: set[str],
 ) -> None:
     """Check these commits of ``ref`` and their envelopes, as
@@ -70,7 +68,7 @@ def check_commits(
         except Exception as exc:
             report.problems.append(Problem(f"commit unreadable: {error_text(exc)}", ref, oid, oid))
             continue
-        check_commit(memory, ref, oid, info, report, envelopes, where, seen_commits, chain_ids)
+        check_commit(memory, ref, oid, info, report, checked, seen_commits, chain_ids)
 
 
 def check_commit(
@@ -79,8 +77,7 @@ def check_commit(
     oid: str,
     info: Any,
     report: Report,
-    envelopes: dict[str, dict[str, Any]],
-    where: dict[str, tuple[str, str]],
+    checked: CheckedEvents,
     seen_commits: set[str],
     chain_ids: set[str],
 ) -> None:
@@ -136,9 +133,7 @@ def check_commit(
                 Problem("event appears twice in the chain", ref, oid, entry.oid, eid)
             )
         chain_ids.add(eid)
-        if eid not in envelopes:
-            envelopes[eid] = env
-            where[eid] = (ref, oid)
+        if checked.add(eid, env, ref, oid):
             report.events += 1
 
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from gitmem.memory.checkedevents import CheckedEvents
 from gitmem.memory.report import Problem, Report, error_text
 from gitmem.records import canonical, layout
+from gitmem.storage.payloadlist import ABSENT, FOUND, UNKNOWN, PayloadListing
 
 if TYPE_CHECKING:
     from gitmem.memory.api import Memory
@@ -61,60 +63,77 @@ def store_tree(memory: Memory, report: Report) -> tuple[str | None, str | None]:
 def check_payloads(
     memory: Memory,
     tree: str | None,
-    envelopes: dict[str, dict[str, Any]],
-    where: dict[str, tuple[str, str]],
+    checked: CheckedEvents,
     report: Report,
     *,
     earlier: Callable[[str], bool] | None = None,
     targets: set[str] | frozenset[str] = frozenset(),
     known: Mapping[str, str] | None = None,
+    listing: PayloadListing | None = None,
 ) -> dict[str, str]:
-    """Check the payload of every event in ``envelopes`` (found at ``where``)
-    against store tree ``tree``: present and matching its envelope, or, for
-    a redacted event, really gone; and every redaction names an event.
-    Returns the redactions among ``envelopes`` (target -> redaction id).
+    """Check the payload of every event in ``checked`` against store tree
+    ``tree``: present and matching its envelope, or, for a redacted event,
+    really gone; and every redaction names an event. Returns the redactions
+    among ``checked`` (target -> redaction id).
 
     An incremental verification passes the events it checks now as
-    ``envelopes``, ``earlier`` (whether an id is among the events verified
+    ``checked``, ``earlier`` (whether an id is among the events verified
     before), ``targets`` (the redaction targets verified before) and
     ``known``: payload blobs already found in ``tree`` (event id -> blob),
-    which are not looked up again."""
+    which are not looked up again. A full verification passes ``listing``,
+    the store listed (see :mod:`gitmem.storage.payloadlist`): a payload it
+    places is not looked up by path."""
     ledger = memory.ledger
     redactions: dict[str, str] = {}  # target -> redaction event
-    for eid, env in envelopes.items():
-        if env.get("type") != "redaction":
-            continue
+    for eid in checked.redactions:
         body = _safe_body(ledger, tree, eid)
         if isinstance(body, dict) and isinstance(body.get("target"), str):
             redactions[body["target"]] = eid
     for target, redaction in redactions.items():
-        if target in envelopes:
+        if target in checked:
             continue
         if earlier is not None and earlier(target):
             # an event verified before, redacted since: its payload must be gone
             report.redacted += 1
-            _check_gone(memory, tree, target, *where[redaction], report)
+            _check_gone(memory, tree, target, *checked.where(redaction), report)
             continue
         report.problems.append(
             Problem("redaction names an event that does not exist", event=redaction, field="target")
         )
     redacted = set(redactions) | set(targets)
-    for eid, env in envelopes.items():
-        ref, commit = where[eid]
+    for eid in checked:
+        ref, commit = checked.where(eid)
+        listed, blob = listing.blob(eid) if listing is not None else (UNKNOWN, None)
         if eid in redacted:
             report.redacted += 1
-            _check_gone(memory, tree, eid, ref, commit, report)
+            present = None if listed == UNKNOWN else listed == FOUND
+            _check_gone(memory, tree, eid, ref, commit, report, present)
             continue
-        _check_payload(memory, tree, eid, env, ref, commit, report, (known or {}).get(eid))
+        if known is not None and eid in known:
+            listed, blob = FOUND, known[eid]
+        payload = checked.payload(eid)
+        _check_payload(memory, tree, eid, payload, ref, commit, report, blob, listed == ABSENT)
     return redactions
 
 
 def _check_gone(
-    memory: Memory, tree: str | None, eid: str, ref: str, commit: str, report: Report
+    memory: Memory,
+    tree: str | None,
+    eid: str,
+    ref: str,
+    commit: str,
+    report: Report,
+    present: bool | None = None,
 ) -> None:
-    """A redacted event's payload must be gone from the store."""
+    """A redacted event's payload must be gone from the store (``present``:
+    whether it is there, when already known)."""
     try:
-        still_there = tree is not None and memory.backend.read_path(tree, layout.payload_path(eid))
+        if present is None:
+            present = (
+                tree is not None
+                and memory.backend.read_path(tree, layout.payload_path(eid)) is not None
+            )
+        still_there = present
     except Exception as exc:
         report.problems.append(
             Problem(
@@ -149,16 +168,20 @@ def _check_payload(
     memory: Memory,
     tree: str | None,
     eid: str,
-    env: dict[str, Any],
+    payload: dict[str, Any],
     ref: str,
     commit: str,
     report: Report,
     blob: str | None = None,
+    absent: bool = False,
 ) -> None:
-    """Check one event's payload (its blob ``blob`` when already found)."""
+    """Check one event's payload against its envelope's record ``payload``
+    (its blob ``blob`` when already found; ``absent``: known to have none)."""
     ledger = memory.ledger
     try:
-        if blob is None:
+        if absent:
+            found = None
+        elif blob is None:
             found = ledger.stored_body(tree, eid)
         else:
             found = blob, canonical.decode(memory.backend.read_blob(blob))
@@ -196,7 +219,6 @@ def _check_payload(
         return
     report.payloads += 1
     data = canonical.encode(body)
-    payload = env["payload"]
     if len(data) != payload["size"]:
         report.problems.append(
             Problem(
@@ -221,11 +243,9 @@ def _check_payload(
         )
 
 
-def check_store(
-    memory: Memory, tree: str, envelopes: dict[str, dict[str, Any]], report: Report
-) -> None:
+def check_store(memory: Memory, tree: str, checked: CheckedEvents, report: Report) -> None:
     """Check the store itself: every attachment's bytes match its name, and
-    warn about payloads no event in ``envelopes`` claims."""
+    warn about payloads no event in ``checked`` claims."""
     backend = memory.backend
     sub = backend.read_path(tree, "b")
     if sub is not None:
@@ -256,7 +276,7 @@ def check_store(
         return
     for fan in backend.read_tree(sub):
         for entry in backend.read_tree(fan.oid):
-            if entry.name not in envelopes:
+            if entry.name not in checked:
                 report.warnings.append(
                     Problem(
                         "payload without an event in any memory ref (left by an interrupted write)",

@@ -25,14 +25,17 @@ and falls back to everything when that cannot be sound.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from contextlib import nullcontext
+from typing import TYPE_CHECKING
 
 from gitmem.memory import verified
 from gitmem.memory.chaincheck import check_chain, check_commits
+from gitmem.memory.checkedevents import CheckedEvents
 from gitmem.memory.payloadcheck import check_payloads, check_store, store_tree
 from gitmem.memory.report import Problem, Report, error_text
 from gitmem.records import canonical, layout
 from gitmem.storage import spool
+from gitmem.storage.payloadlist import PayloadListing, payload_listing
 
 if TYPE_CHECKING:
     from gitmem.memory.api import Memory
@@ -63,16 +66,24 @@ def verify(memory: Memory, *, incremental: bool = False) -> Report:
 
 
 def _full(memory: Memory, report: Report, refs: dict[str, str]) -> None:
-    envelopes: dict[str, dict[str, Any]] = {}
-    where: dict[str, tuple[str, str]] = {}
+    checked = CheckedEvents()
     seen_commits: set[str] = set()
-    for ref, tip in refs.items():
-        check_chain(memory, ref, tip, report, envelopes, where, seen_commits)
+    backend = memory.backend
+    # Every commit, envelope, directory and payload is read once: libgit2's
+    # cache would only keep them (~250 MB at a million events). Payloads are
+    # found by a listing of the store, not by path (which needs the cache).
+    with backend.streaming():
+        for ref, tip in refs.items():
+            check_chain(memory, ref, tip, report, checked, seen_commits)
     payload_tip, tree = store_tree(memory, report)
-    redactions = check_payloads(memory, tree, envelopes, where, report)
+    listing = _listing(memory, tree)
+    with backend.streaming() if listing is not None else nullcontext():
+        redactions = check_payloads(memory, tree, checked, report, listing=listing)
+    del listing
     if tree is not None:
         try:
-            check_store(memory, tree, envelopes, report)
+            with backend.streaming():  # each directory and attachment, read once
+                check_store(memory, tree, checked, report)
         except Exception as exc:  # an unreadable tree of the store: report, never raise
             report.problems.append(
                 Problem(
@@ -80,9 +91,20 @@ def _full(memory: Memory, report: Report, refs: dict[str, str]) -> None:
                 )
             )
     if report.ok:
-        verified.write(
-            memory.location, refs, payload_tip, verified.keys(envelopes), set(redactions)
-        )
+        verified.write(memory.location, refs, payload_tip, verified.keys(checked), set(redactions))
+
+
+def _listing(memory: Memory, tree: str | None) -> PayloadListing | None:
+    """The store listed, or None (no store, or one the listing cannot read:
+    its payloads are then looked up by path, and an unreadable directory is
+    reported by the lookups)."""
+    if tree is None:
+        return None
+    with memory.backend.streaming():
+        try:
+            return payload_listing(memory.backend, tree, len(tree) // 2)
+        except Exception:  # an unreadable directory: each lookup reports its own
+            return None
 
 
 def _incremental(
@@ -95,12 +117,11 @@ def _incremental(
         report.fallback = plan
         return False
     report.mode = "incremental"
-    envelopes: dict[str, dict[str, Any]] = {}
-    where: dict[str, tuple[str, str]] = {}
+    checked = CheckedEvents()
     seen_commits: set[str] = set()
     for ref, commits in plan.commits.items():
-        check_commits(memory, ref, commits, report, envelopes, where, seen_commits)
-    again = next((eid for eid in envelopes if record.has(eid)), None)
+        check_commits(memory, ref, commits, report, checked, seen_commits)
+    again = next((eid for eid in checked if record.has(eid)), None)
     if again is not None:
         report.fallback = f"event {again} was verified before (in another commit)"
         return False
@@ -111,14 +132,14 @@ def _incremental(
         return False
     targets = set(record.targets)
     try:
-        payloads = verified.payload_changes(memory, old_tree, tree, "p", added=envelopes)
+        payloads = verified.payload_changes(memory, old_tree, tree, "p", added=checked)
         # the new events' payloads as the comparison found them: no lookup by path
         known = {eid: after for eid, _, after in payloads if after is not None}
         redactions = check_payloads(
-            memory, tree, envelopes, where, report, earlier=record.has, targets=targets, known=known
+            memory, tree, checked, report, earlier=record.has, targets=targets, known=known
         )
         why = _store_changes(
-            memory, report, old_tree, tree, payloads, envelopes, record, targets | set(redactions)
+            memory, report, old_tree, tree, payloads, checked, record, targets | set(redactions)
         )
     except Exception as exc:  # an unreadable tree of the store: report, never raise
         report.problems.append(
@@ -129,7 +150,7 @@ def _incremental(
         report.fallback = why
         return False
     if report.ok:
-        ids = verified.merged(record.ids, verified.keys(envelopes))
+        ids = verified.merged(record.ids, verified.keys(checked))
         verified.write(memory.location, refs, payload_tip, ids, targets | set(redactions))
     return True
 
@@ -149,7 +170,7 @@ def _store_changes(
     old: str | None,
     new: str | None,
     payloads: list[tuple[str, str | None, str | None]],
-    envelopes: dict[str, dict[str, Any]],
+    checked: CheckedEvents,
     record: verified.Verified,
     targets: set[str],
 ) -> str:
@@ -171,7 +192,7 @@ def _store_changes(
                 )
             )
     for eid, _before, after in payloads:
-        if eid in envelopes:
+        if eid in checked:
             continue  # a new event: checked against its envelope already
         if record.has(eid):
             if after is None and eid in targets:
