@@ -45,10 +45,12 @@ def test_what_is_kept_is_what_was_added(added: list[Any]) -> None:
         first.setdefault(eid, (payload, redaction, (ref, commit)))
     assert sorted(checked) == sorted(first)
     assert len(checked) == len(first)
-    for eid, (payload, _redaction, place) in first.items():
+    for eid, (payload, redaction, place) in first.items():
         assert eid in checked
         assert checked.payload(eid) == payload
         assert checked.where(eid) == place
+        kind = "redaction" if redaction else "note"
+        assert checked.envelope(eid) == {"id": eid, "type": kind, "payload": payload}
     assert checked.redactions == [eid for eid, (_p, r, _w) in first.items() if r]
     assert "0" * 31 not in checked
 

@@ -211,6 +211,8 @@ class PayloadStore:
     def missing_payloads(self, root: str | None, other: str | None) -> Iterator[tuple[str, str]]:
         """(event id, blob) of payloads in store ``other`` that ``root`` lacks,
         by id."""
+        if other is None:  # (comparing would list every payload of ``root``)
+            return
         differences = self.payload_differences(root, other)
         for event_id in sorted(differences):
             before, after = differences[event_id]

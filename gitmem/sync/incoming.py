@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from gitmem.errors import GitmemError, RejectedError
 from gitmem.memory.chaincheck import commit_problems
+from gitmem.memory.checkedevents import CheckedEvents
 from gitmem.records import canonical, layout
 from gitmem.records.validate import (
     Limits,
@@ -90,7 +91,7 @@ def check_fetched(
     local = ledger.memory_refs()
     commits = backend.commits_between(list(chains.values()), list(local.values()))
     now = clock.wall_us()
-    envelopes: dict[str, dict[str, Any]] = {}
+    checked = CheckedEvents()  # what the payload checks need of each envelope
     for oid in commits:
         what = f"commit {oid}"
         try:
@@ -110,9 +111,8 @@ def check_fetched(
             problems = event_problems(envelope, None, now_us=now, limits=limits)
             if problems:
                 raise _refuse(remote, f"{what}, event blob {entry.oid}", problems[0])
-            if envelope["id"] in envelopes:
+            if not checked.add(envelope["id"], envelope, "", oid):
                 raise _refuse(remote, what, f"event {envelope['id'][:12]} appears twice")
-            envelopes[envelope["id"]] = envelope
             result.newest = max(result.newest, envelope["time"])
             if envelope["type"] == "redaction":
                 result.redactions.add(envelope["id"])
@@ -120,7 +120,7 @@ def check_fetched(
     theirs = _payload_tree(memory, mirror.get(layout.PAYLOAD_REF), remote)
     ours = ledger.payload_tree()
     redacted = ledger.redaction_targets([ours, theirs]) | _incoming_redactions(
-        memory, envelopes, [theirs, ours]
+        memory, checked, [theirs, ours]
     )
     # what the fetched store holds that ours lacks, by id -> blob (git compares the trees)
     offered = {
@@ -129,15 +129,15 @@ def check_fetched(
     claimed = set(offered)
     result.skip_payloads |= claimed & left_out
     claimed -= left_out
-    unknown = claimed - envelopes.keys()
+    unknown = {event_id for event_id in claimed if event_id not in checked}
     known = _local_envelopes(memory, unknown) if unknown else {}
     for event_id in sorted(claimed):
-        envelope = envelopes.get(event_id) or known.get(event_id)
+        envelope = checked.envelope(event_id) if event_id in checked else known.get(event_id)
         if envelope is None:
             result.skip_payloads.add(event_id)
             continue
         _check_payload(memory, theirs, envelope, remote, offered[event_id])
-    for event_id in sorted(envelopes):
+    for event_id in sorted(checked):
         if event_id in redacted or event_id in claimed:
             continue
         if ours is None or backend.read_path(ours, layout.payload_path(event_id)) is None:
@@ -201,13 +201,12 @@ def _payload_tree(memory: Memory, tip: str | None, remote: str) -> str | None:
 
 
 def _incoming_redactions(
-    memory: Memory, envelopes: dict[str, dict[str, Any]], trees: list[str | None]
+    memory: Memory, checked: CheckedEvents, trees: list[str | None]
 ) -> set[str]:
     """Targets of the incoming redaction events (their bodies in either store)."""
     targets: set[str] = set()
-    for envelope in envelopes.values():
-        if envelope["type"] != "redaction":
-            continue
+    for event_id in checked.redactions:
+        envelope = checked.envelope(event_id)
         for tree in trees:
             body, _ = memory.ledger.checked_body(tree, envelope)
             if body is not None:
