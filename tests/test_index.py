@@ -1086,3 +1086,42 @@ def test_a_bulk_build_reads_bodies_by_their_blobs_as_lookups_would(
     assert texts[forged.id]["text"] == "" and texts[lost.id]["missing"]
     assert texts[secret.id]["redacted"]
     assert any("x" * 9_000 in (r["body"] or "") for r in by_blob)  # the attachment, joined
+
+
+def test_an_incremental_refresh_reads_new_bodies_by_the_blobs_the_store_gained(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The comparison of the indexed payload store with the current one (made
+    anyway, to find altered payloads) names the new events' payloads: their
+    bodies are read by blob, none looked up by path (~1 ms each at a million
+    events), and the rows are those a full build makes."""
+    from gitmem.storage.payloads import PayloadStore
+
+    repo = scratch_repo(tmp_path / "repo")
+    with Memory.open(repo) as mem:
+        for i in range(3):
+            mem.note(f"first {i}")
+        refresh(mem, embed=False)
+        new = [mem.note(f"second {i}") for i in range(5)]
+        mem.note("large " + "y" * 9_000)  # an attachment
+        lookups: list[str] = []
+        stored_body = PayloadStore.stored_body
+
+        def spied(self: Any, tree: Any, event_id: str) -> Any:
+            lookups.append(event_id)
+            return stored_body(self, tree, event_id)
+
+        monkeypatch.setattr(PayloadStore, "stored_body", spied)
+        report = refresh(mem, embed=False)
+        assert report.mode == "incremental" and report.added == 6
+        assert lookups == []
+        monkeypatch.undo()
+    columns = ["id", "text", "body", "missing"]
+    with IndexView.open(repo, refresh=False) as view:
+        incremental = sorted(view.table.select(columns).to_pylist(), key=lambda r: r["id"])
+    assert {e.id for e in new} <= {r["id"] for r in incremental}
+    with Memory.open(repo) as mem:
+        refresh(mem, rebuild=True, embed=False)
+    with IndexView.open(repo, refresh=False) as view:
+        full = sorted(view.table.select(columns).to_pylist(), key=lambda r: r["id"])
+    assert incremental == full

@@ -6,7 +6,7 @@ vectors (the rules and the order of writes: :mod:`gitmem.index.refresh`).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -138,6 +138,7 @@ class Builder:
         # gigabytes. Duplicates, and rows already in the table, are dropped
         # when the runs are merged into it.
         listing = self._listing(tree) if len(to_read) >= BULK_COMMITS else None
+        added = self._added(manifest.payloads, payloads, tree) if listing is None else {}
         runs = Runs(state.directory)
         targets = state.redaction_targets()
         try:
@@ -147,13 +148,13 @@ class Builder:
             with self.backend.streaming() if listing is not None else nullcontext():
                 for done, (commit, ref) in enumerate(to_read, 1):
                     for envelope, event_ref, _commit in self._envelopes(commit, ref):
-                        body, _ = self._body(tree, envelope, listing)
+                        body, _ = self._body(tree, envelope, listing, added)
                         row = event_row(envelope, body, event_ref, commit)
                         if row["type"] == "redaction" and row["target"]:
                             targets.add(row["target"])
                         runs.add(row)
                     self.progress("reading memory commits", done, len(to_read))
-            del listing
+            del listing, added
             runs.flush()
             # Bodies that were missing may have arrived (a payload store merged by sync).
             revived: list[tables.EventRow] = []
@@ -227,10 +228,39 @@ class Builder:
             except GitError:  # an unreadable directory: each lookup reports its own
                 return None
 
+    def _added(self, before: str | None, after: str | None, tree: str | None) -> dict[str, str]:
+        """The payloads store ``after`` (its tree ``tree``) gained since the
+        indexed store ``before``: event id -> blob. git's comparison of the
+        two, which the check for altered payloads makes anyway (and
+        remembers), names the new events' payloads, so their bodies are read
+        by blob instead of by path (a lookup parses its fan-out directory,
+        ~1 ms at a million events, the first time: ~0.1 s of a 1.25 s
+        refresh of 100 new events there)."""
+        if not before or before == after or tree is None:
+            return {}
+        try:
+            old_tree = self.ledger.payload_tree(before)
+            if old_tree is None:
+                return {}
+            differences = self.ledger.payload_differences(old_tree, tree)
+        except GitmemError:  # the old snapshot was pruned: bodies are looked up
+            return {}
+        return {
+            eid: new for eid, (old, new) in differences.items() if old is None and new is not None
+        }
+
     def _body(
-        self, tree: str | None, envelope: dict[str, Any], listing: PayloadListing | None
+        self,
+        tree: str | None,
+        envelope: dict[str, Any],
+        listing: PayloadListing | None,
+        added: Mapping[str, str] | None = None,
     ) -> tuple[dict[str, Any] | None, str | None]:
-        """An event's checked body, by its blob when ``listing`` knows it."""
+        """An event's checked body, by its blob when ``listing`` or ``added``
+        knows it."""
+        blob = added.get(envelope["id"]) if added else None
+        if blob is not None:
+            return self.ledger.checked_body(tree, envelope, blob, known=True)
         if listing is not None:
             found, blob = listing.blob(envelope["id"])
             if found != UNKNOWN:
