@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import cli, fsck, git, init_repo, raw_id_counts, ref_tip
+from conftest import cli, fsck, git, init_repo, make_repo, raw_id_counts, ref_tip
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -753,3 +753,33 @@ def test_merge_intent_for_a_deleted_branch_uses_its_commit_links(tmp_path: Path)
         assert [(r.source, r.into) for r in results] == [("feat", "main")]
         assert feat_note.id in {e.id for e in mem.events(branch="main")}
         assert mem.apply_intents() == []  # consumed
+
+
+def test_each_chain_is_read_once_for_all_its_branches(tmp_path: Path) -> None:
+    """Memory's reader gets every chain's events as walking that chain alone
+    gives them, but reads a commit shared by several chains once: one object
+    per event, however many branches reach it (one decoded copy of the trunk
+    per branch took tens of gigabytes at a million events)."""
+    from gitmem.capture.sealer import Draft
+
+    repo = make_repo(tmp_path / "repo", events=6, branches=2)
+    git(repo, "switch", "-q", "-c", "feature", "main")
+    with Memory.open(repo) as mem:
+        mem.append_many([Draft("note", {"text": f"feature {i}"}) for i in range(3)])
+    git(repo, "switch", "-q", "main")
+    with Memory.open(repo) as mem:
+        mem.note("main after the fork")
+        ledger = mem.ledger
+        tips = ledger.memory_refs()
+        chains = ledger.chains(tips)
+        assert list(chains) == list(tips)
+        for ref in tips:
+            alone = [(loc.envelope["id"], loc.commit) for loc in ledger.envelopes([ref])]
+            assert [(loc.envelope["id"], loc.commit) for loc in chains[ref]] == alone
+        main, feature = chains[layout.branch_ref("main")], chains[layout.branch_ref("feature")]
+        shared = {loc.envelope["id"] for loc in main} & {loc.envelope["id"] for loc in feature}
+        assert len(shared) >= 3
+        by_id = {loc.envelope["id"]: loc for loc in main}
+        assert all(
+            by_id[loc.envelope["id"]] is loc for loc in feature if loc.envelope["id"] in shared
+        )

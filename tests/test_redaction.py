@@ -328,3 +328,48 @@ def test_gc_keeps_the_users_own_recovery_data(store: Path) -> None:
     assert precious in git(store, "reflog", "--format=%H")
     assert git(store, "cat-file", "-p", dangling) == "dangling-user-blob\n"
     git(store, "fsck", "--no-dangling")
+
+
+def test_a_redaction_reads_no_other_events_body(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redacting finds its target by the envelopes alone: it read every event
+    with its body first (4.9 GB and 145 s at a million events). A prefix that
+    is someone else's too is still refused, and redacting again still returns
+    the first redaction."""
+    from conftest import scratch_repo
+
+    from gitmem.capture.sealer import Draft
+    from gitmem.errors import AmbiguousIdError
+    from gitmem.storage.payloads import PayloadStore
+
+    repo = scratch_repo(tmp_path / "repo")
+    with Memory.open(repo) as mem:
+        written = mem.append_many([Draft("note", {"text": f"note {i}"}) for i in range(200)])
+    target = written[123]
+    bodies: list[str] = []
+    body = PayloadStore.body
+
+    def counted(
+        self: PayloadStore, tree: object, event_id: str, *args: object, **kw: object
+    ) -> object:
+        bodies.append(event_id)
+        return body(self, tree, event_id, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(PayloadStore, "body", counted)
+    with Memory.open(repo) as mem:
+        redaction = mem.redact(target.id[:12], "leak")
+        assert redaction.field("target") == target.id
+        assert len(bodies) <= 2  # the target's, at most, and the redaction's own
+        again = mem.redact(target.id, "twice")
+        assert again.id == redaction.id
+        shared = next(
+            (a.id[:4] for a in written for b in written if a.id != b.id and a.id[:4] == b.id[:4]),
+            None,
+        )
+        if shared is not None:
+            with pytest.raises(AmbiguousIdError):
+                mem.redact(shared, "which one?")
+    monkeypatch.undo()
+    with Memory.open(repo) as mem:
+        assert mem.get(target.id).redacted

@@ -191,7 +191,7 @@ class Memory(Writers):
         )
         if key == self._cache_key:
             return
-        self._per_ref = {ref: list(self.ledger.envelopes([ref])) for ref in tips}
+        self._per_ref = self.ledger.chains(tips)
         unique: dict[str, Located] = {}
         for located in (loc for locs in self._per_ref.values() for loc in locs):
             unique.setdefault(located.envelope["id"], located)
@@ -279,17 +279,35 @@ class Memory(Writers):
         self._load()
         if prefix in self._events:
             return self._events[prefix]
-        found = sorted(eid for eid in self._events if eid.startswith(prefix))
-        if not found:
-            raise NotFoundError(
-                f"no event with id {event_id}", "list ids with 'git edda log --all-branches'"
-            )
-        if len(found) > 1:
-            raise AmbiguousIdError(
-                f"id prefix {event_id} matches {len(found)} events: {', '.join(f[:12] for f in found[:5])}",
-                "give more characters of the id",
-            )
-        return self._events[found[0]]
+        found = [eid for eid in self._events if eid.startswith(prefix)]
+        return self._events[_one(event_id, found)]
+
+    def _located(self, event_id: str) -> Located:
+        """Where the event with id (or unique id prefix) ``event_id`` is, found
+        by reading envelopes alone, one at a time: :meth:`get` reads every
+        event with its body first (gigabytes at a million events). A full id
+        stops the walk where it is found."""
+        prefix = id_prefix(event_id)
+        found: dict[str, Located] = {}
+        with self.backend.streaming():  # each commit and envelope read once
+            for located in self.ledger.envelopes():
+                eid = located.envelope["id"]
+                if eid.startswith(prefix):
+                    found.setdefault(eid, located)
+                    if len(eid) == len(prefix):
+                        break
+        return found[_one(event_id, list(found))]
+
+    def _redaction_of(self, target: str, tree: str | None) -> Event | None:
+        """The redaction event recorded for ``target``, if any."""
+        from gitmem.storage.redactions import redaction_events
+
+        _, events = redaction_events(self.ledger)
+        for redaction in sorted(eid for eid, named in events.items() if named == target):
+            located = self._located(redaction)
+            body, problem = self.ledger.checked_body(tree, located.envelope)
+            return Event(located.envelope, body, located.ref, located.commit, False, problem)
+        return None
 
     def window(self, branch_kwargs: BranchKwargs) -> BranchWindow:
         """One branch's events for context packs and ``ask`` (``branch_kwargs``
@@ -321,21 +339,24 @@ class Memory(Writers):
         if not reason.strip():
             raise UsageError("a redaction needs a reason", "pass --reason TEXT")
         with self.ledger.locked():
-            target = self.get(event_id)
-            if target.type == "redaction":
+            self.flush()
+            # Found by its envelope alone: a redaction needs no other event's body.
+            target = self._located(event_id).envelope
+            if target.get("type") == "redaction":
                 raise UsageError("a redaction record cannot itself be redacted")
-            if target.redacted:
+            tree = self.ledger.payload_tree()
+            if target["id"] in self.ledger.redaction_targets([tree]):
                 # A crash between recording a redaction and removing the
                 # payload leaves the payload behind: finish the job.
-                if self.ledger.stored_body(self.ledger.payload_tree(), target.id) is not None:
-                    self.ledger.commit([], remove_payloads=[target.id])
-                for event in self._events.values():
-                    if event.type == "redaction" and event.field("target") == target.id:
-                        return event
-            draft = Draft("redaction", {"target": target.id, "reason": reason}, **kw)
+                if self.ledger.stored_body(tree, target["id"]) is not None:
+                    self.ledger.commit([], remove_payloads=[target["id"]])
+                earlier = self._redaction_of(target["id"], self.ledger.payload_tree())
+                if earlier is not None:
+                    return earlier
+            draft = Draft("redaction", {"target": target["id"], "reason": reason}, **kw)
             envelope, body = self.sealer.seal([draft])[0]
             item = Sealed(envelope, body)
-            commits = self.ledger.commit([item], remove_payloads=[target.id])
+            commits = self.ledger.commit([item], remove_payloads=[target["id"]])
         return Event(envelope, body, item.ref, commits[item.ref])
 
     def purge(self) -> PurgeReport:
@@ -417,3 +438,19 @@ def _validated(event_type: str, body: dict[str, Any]) -> dict[str, Any]:
     except msgspec.ValidationError as exc:
         raise UsageError(f"invalid {event_type} event: {exc}") from None
     return result
+
+
+def _one(event_id: str, found: Sequence[str]) -> str:
+    """The one id among ``found`` (the ids ``event_id`` is a prefix of), or
+    the error saying none or several are."""
+    if not found:
+        raise NotFoundError(
+            f"no event with id {event_id}", "list ids with 'git edda log --all-branches'"
+        )
+    if len(found) > 1:
+        found = sorted(found)
+        raise AmbiguousIdError(
+            f"id prefix {event_id} matches {len(found)} events: {', '.join(f[:12] for f in found[:5])}",
+            "give more characters of the id",
+        )
+    return found[0]

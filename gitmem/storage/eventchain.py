@@ -8,7 +8,7 @@ of :class:`gitmem.storage.ledger.Ledger`, which moves the refs.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,6 +130,35 @@ class ChainReader:
                         continue
                     seen_ids.add(eid)
                     yield Located(envelope, ref, oid, blob)
+
+    def chains(self, tips: Mapping[str, str]) -> dict[str, list[Located]]:
+        """Each chain's distinct events (ref -> what :meth:`envelopes` gives for
+        that ref alone), every commit's envelopes read and decoded once for
+        all of them: the branches of one repository share most of their
+        history, and reading it once per chain held one decoded copy of the
+        trunk's events per branch (tens of gigabytes at a million events on
+        20 branches). A shared event is the one object in every list, with
+        the ``ref`` of the first chain that met it."""
+        read: dict[str, list[Located]] = {}  # commit -> its events
+        found: dict[str, list[Located]] = {}
+        for ref, tip in tips.items():
+            events: list[Located] = []
+            seen_ids: set[str] = set()
+            for oid, info in self.walk(tip):
+                located = read.get(oid)
+                if located is None:
+                    check_format(info.message, f"memory commit {oid} on {ref}")
+                    located = read[oid] = [
+                        Located(envelope, ref, oid, blob)
+                        for blob, envelope in self.commit_envelopes(oid, info)
+                        if isinstance(envelope, dict) and isinstance(envelope.get("id"), str)
+                    ]
+                for loc in located:
+                    if loc.envelope["id"] not in seen_ids:
+                        seen_ids.add(loc.envelope["id"])
+                        events.append(loc)
+            found[ref] = events
+        return found
 
     def count_events(self, include: Sequence[str], exclude: Sequence[str]) -> int:
         """Events added by commits reachable from ``include`` but not ``exclude``."""
