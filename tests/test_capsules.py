@@ -124,3 +124,48 @@ def test_a_forgotten_open_capsule_leaves_the_context_pack(tmp_path):
     assert "the forgotten one" in pack  # still in the history of recent sessions
     edda(repo, "note", "back at it")  # new activity in the capsule brings it back
     assert "## Open capsule" in edda(repo, "context")
+
+
+def test_a_capsules_events_are_read_from_the_newest_commits_back(tmp_path, monkeypatch):
+    """What SessionEnd summarises: the capsule's events on every branch, as a
+    filter over every event gives them, but read only from the commits at
+    least as new as the capsule's opening (the whole store took minutes and
+    gigabytes at a million events)."""
+    from gitmem.capture.sealer import Draft
+    from gitmem.memory.api import Memory
+    from gitmem.memory.query import EventFilter
+    from gitmem.storage.eventchain import ChainReader
+
+    repo = make_repo(tmp_path / "repo")
+    hour = 3_600_000_000
+    now = int(time.time() * 1_000_000)
+    with Memory.open(repo) as mem:
+        for i in range(40):  # older history, a commit each
+            mem.append_many([Draft("note", {"text": f"old {i}"}, time=now - 5 * hour + i * 1000)])
+        capsule = mem.open_capsule("session", "the work").id
+        first = mem.note("in the capsule", capsule=capsule)
+        mem.note("beside it, in no capsule")
+    git(repo, "switch", "-q", "-c", "feature")
+    with Memory.open(repo) as mem:
+        mem.note("on feature, in the capsule", capsule=capsule)
+        secret = mem.note("a secret, in the capsule", capsule=capsule)
+        mem.redact(secret.id, "leak")
+        mem.close_capsule(capsule, "done", closed=False)
+    with Memory.open(repo) as mem:
+        expected = mem.events(EventFilter(capsules=[capsule]), all_branches=True)
+    read: list[str] = []
+    envelopes = ChainReader.commit_envelopes
+
+    def counted(self, commit, info):
+        read.append(commit)
+        return envelopes(self, commit, info)
+
+    monkeypatch.setattr(ChainReader, "commit_envelopes", counted)
+    with Memory.open(repo) as mem:
+        found = mem.capsule_events(capsule)
+    assert [(e.id, e.redacted, e.body) for e in found] == [
+        (e.id, e.redacted, e.body) for e in expected
+    ]
+    assert {first.id, secret.id, capsule} <= {e.id for e in found}
+    assert any(e.type == "capsule_close" for e in found)
+    assert len(read) <= 10  # not the 40 older commits

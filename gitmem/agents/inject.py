@@ -270,7 +270,6 @@ def session_end(call: HookCall) -> None:
     built while the agent exits."""
     from gitmem.app.session import open_writer
     from gitmem.capture.active import clear_active, read_active
-    from gitmem.memory.query import EventFilter
 
     session = call.session
     if session is None:
@@ -283,11 +282,15 @@ def session_end(call: HookCall) -> None:
         capsule = active["capsule"]
     with open_writer(call.repo) as mem:
         mem.flush()
-        events = mem.events(EventFilter(capsules=[capsule]), all_branches=True)
+        events = mem.capsule_events(capsule)  # the newest commits, not the whole store
         if not any(e.type == "capsule_close" and e.field("capsule") == capsule for e in events):
             reason = call.payload.get("reason")
             summary = summarize(events, reason if isinstance(reason, str) else "")
-            mem.close_capsule(capsule, summary, closed=False, session=session, agent=call.agent)
+            # the opening as found (an id alone would be looked up in every event)
+            opened = next((e for e in events if e.id == capsule), None)
+            mem.close_capsule(
+                opened or capsule, summary, closed=False, session=session, agent=call.agent
+            )
     clear_active(call.location, capsule=capsule)
     data = call.state()
     data.pop("capsule", None)

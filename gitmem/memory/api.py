@@ -282,6 +282,16 @@ class Memory(Writers):
         found = [eid for eid in self._events if eid.startswith(prefix)]
         return self._events[_one(event_id, found)]
 
+    def capsule_events(self, capsule: str) -> list[Event]:
+        """The events of a recent capsule (its opening and every event that
+        names it) on every branch, in (time, id) order, read from the newest
+        commits back to its opening, not from the whole store (see
+        :mod:`gitmem.memory.recent`)."""
+        from gitmem.memory.recent import capsule_events
+
+        self.flush()
+        return capsule_events(self, capsule)
+
     def _located(self, event_id: str) -> Located:
         """Where the event with id (or unique id prefix) ``event_id`` is, found
         by reading envelopes alone, one at a time: :meth:`get` reads every
