@@ -169,3 +169,17 @@ def test_a_capsules_events_are_read_from_the_newest_commits_back(tmp_path, monke
     assert {first.id, secret.id, capsule} <= {e.id for e in found}
     assert any(e.type == "capsule_close" for e in found)
     assert len(read) <= 10  # not the 40 older commits
+
+
+def test_a_capsule_parent_is_found_by_its_id_prefix(tmp_path):
+    import pytest
+
+    from gitmem.app import record
+    from gitmem.errors import NotFoundError
+
+    repo = make_repo(tmp_path / "repo", events=5)
+    parent = record.open_capsule(repo, "workflow", intent="the whole job").event
+    child = record.open_capsule(repo, "node", intent="one step", parent=parent.id[:10]).event
+    assert child.field("parent") == parent.id
+    with pytest.raises(NotFoundError):
+        record.open_capsule(repo, "node", parent="ffffffffff")

@@ -337,7 +337,7 @@ def open_capsule(
             )
             for c in stale
         ]
-        parent_id = mem.get(parent).id if parent else None
+        parent_id = mem.resolve_id(parent) if parent else None  # not every event read
         event = mem.open_capsule(kind, intent, parent=parent_id, **who.scope(mem))
         # Events recorded here, and commits git hooks link, go to the capsule opened last.
         write_active(

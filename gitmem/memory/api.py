@@ -292,6 +292,13 @@ class Memory(Writers):
         self.flush()
         return capsule_events(self, capsule)
 
+    def resolve_id(self, event_id: str) -> str:
+        """The full id of the event with id (or unique id prefix) ``event_id``,
+        found by reading envelopes alone (see :meth:`_located`); raises as
+        :meth:`get` does."""
+        self.flush()
+        return str(self._located(event_id).envelope["id"])
+
     def _located(self, event_id: str) -> Located:
         """Where the event with id (or unique id prefix) ``event_id`` is, found
         by reading envelopes alone, one at a time: :meth:`get` reads every
