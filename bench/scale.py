@@ -23,8 +23,12 @@ then measures, each command a fresh process with no daemon
   after 100 more;
 * reads: hot search in-process (p50/p95), ``search``, ``context``, ``log``,
   ``show``, ``status`` as fresh processes (p50 over ``--cold`` runs);
-* ``verify`` in full, then incrementally (only what is new since the last
-  verified tips), and ``export`` (JSON bundle and Parquet).
+* ``verify`` in full (time and peak RSS), then incrementally (only what is
+  new since the last verified tips), and ``export`` (JSON bundle and
+  Parquet: time and peak RSS);
+* what the Claude Code ``SessionEnd`` hook reads (a fresh capsule's events),
+  and ``git edda redact`` of one event (time and peak RSS, the index
+  refreshed without its text).
 
 Searches run on a feature branch (its own memory, what it inherited from the
 trunk at its fork, and the trunk's decisions it follows).
@@ -93,6 +97,19 @@ with Memory.open(sys.argv[1]) as m:
     t = time.perf_counter()
     m.append_many(drafts)
     print(json.dumps({"seconds": time.perf_counter() - t}))
+"""
+
+SESSION_END = r"""
+import json, sys, time
+from gitmem.memory.api import Memory
+with Memory.open(sys.argv[1]) as m:
+    capsule = m.open_capsule("session", "bench").id
+    for i in range(5):
+        m.note(f"bench note {i}", capsule=capsule)
+t = time.perf_counter()
+with Memory.open(sys.argv[1]) as m:
+    events = m.capsule_events(capsule)
+print(json.dumps({"seconds": time.perf_counter() - t, "events": len(events)}))
 """
 
 HOT = r"""
@@ -196,7 +213,7 @@ def main() -> int:
     parser.add_argument(
         "--skip",
         default="",
-        help="comma-separated phases to skip: capture, share, index, reads, verify, export",
+        help="comma-separated phases to skip: capture, share, index, reads, verify, export, redact",
     )
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
@@ -444,8 +461,8 @@ def _reads(runner: Runner, a: Path, row: Any, args: Any, env: dict[str, str], br
 
 def _verify_export(runner: Runner, a: Path, work: Path, row: Any, skip: set[str]) -> None:
     if "verify" not in skip:
-        seconds, _rss, _ = runner.edda(a, "verify")
-        row("`git edda verify` (full)", f"{seconds:.0f} s")
+        seconds, rss, _ = runner.edda(a, "verify")
+        row("`git edda verify` (full: time, peak RSS)", f"{seconds:.0f} s, **{rss:,.0f} MB**")
         runs = []
         for n in range(3):  # 100 new events each time, the middle run reported
             start = START_US + 369 * 86400 * 10**6 + n * 10**6
@@ -471,6 +488,22 @@ def _verify_export(runner: Runner, a: Path, work: Path, row: Any, skip: set[str]
                 "memory bounded",
             )
             out.unlink()
+    if "redact" not in skip:
+        # what a session's end reads (the Claude Code SessionEnd hook), then a
+        # redaction of an event from the middle of the store
+        _, _, out = runner.python(SESSION_END, str(a), cwd=a)
+        took = json.loads(out.strip().splitlines()[-1])
+        row(
+            "a session's capsule events, as SessionEnd reads them",
+            f"{took['seconds'] * 1000:,.0f} ms",
+        )
+        _, _, out = runner.edda(a, "log", "--all-branches", "--limit", "1", "--json")
+        target = json.loads(out)["events"][0]["id"]
+        seconds, rss, _ = runner.edda(a, "redact", target, "--reason", "bench: a leaked token")
+        row(
+            "`git edda redact ID` (time, peak RSS; the index refreshed)",
+            f"{seconds:.0f} s, **{rss:,.0f} MB**",
+        )
 
 
 if __name__ == "__main__":
