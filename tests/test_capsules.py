@@ -183,3 +183,27 @@ def test_a_capsule_parent_is_found_by_its_id_prefix(tmp_path):
     assert child.field("parent") == parent.id
     with pytest.raises(NotFoundError):
         record.open_capsule(repo, "node", parent="ffffffffff")
+
+
+def test_closing_idle_capsules_reads_no_event_but_through_the_index(tmp_path, monkeypatch):
+    """Opening a capsule (every agent session does) closes idle ones; it took
+    each one's opening by id through memory's reader, every event with its
+    body (minutes at a million events), and takes it from the index now."""
+    from gitmem.app import record
+    from gitmem.memory.api import Memory
+
+    repo = make_repo(tmp_path / "repo", events=3)
+    git(repo, "config", "edda.capsuleIdle", "1")
+    forgotten = record.open_capsule(repo, "session", intent="forgotten").event
+    loads: list[int] = []
+    load = Memory._load
+
+    def counted(self):
+        loads.append(1)
+        return load(self)
+
+    monkeypatch.setattr(Memory, "_load", counted)
+    later = forgotten.time + 5_000_000
+    opened = record.open_capsule(repo, "session", intent="new work", now=later)
+    assert [e.field("capsule") for e in opened.auto_closed] == [forgotten.id]
+    assert loads == []

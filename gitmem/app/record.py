@@ -322,15 +322,16 @@ def open_capsule(
     from gitmem.storage.clock import wall_us
 
     now = wall_us() if now is None else now
-    with reader(repo) as source:
+    with reader(repo) as source:  # the index: no walk over every event
         others = [c for c in capsules_in(source) if c.is_open]
         activity = {c.id: last_activity(source, c) for c in others}
+        openings = {c.id: source.get(c.id) for c in others}
     with open_writer(repo) as mem:
         limit = idle_limit_us(mem.config)
         stale = [c for c in others if limit is not None and now - activity[c.id] > limit]
         closed = [
             mem.close_capsule(
-                c.id,
+                openings[c.id],  # as found: an id alone would be looked up in every event
                 f"closed automatically: no events for {_age(now - activity[c.id])}"
                 f" (edda.capsuleIdle is {_age(limit or 0)})",
                 closed=False,
