@@ -611,3 +611,61 @@ def test_branch_export_carries_redactions_made_on_other_branches(tmp_path: Path)
     assert code == 0, err
     with Memory.open(dst) as mem:
         assert mem.get(secret.id).redacted
+
+
+@pytest.mark.parametrize("follow", ["decisions", "all", "none"])
+def test_what_a_branch_shows_is_found_from_envelopes_as_events_gives_it(
+    tmp_path: Path, follow: str
+) -> None:
+    """``Memory.visible`` (an import's ``visible`` count) is the ids the
+    branch's ``events()`` shows: its own chain, a fork's source for a branch
+    without memory yet, and what it follows of the trunk."""
+    repo = init_repo(tmp_path / "repo")
+    git(repo, "config", "edda.followTrunk", follow)
+    with Memory.open(repo) as mem:
+        mem.note("on main before the fork")
+    git(repo, "switch", "-q", "-c", "feature")
+    with Memory.open(repo) as mem:
+        mem.note("on feature")
+    git(repo, "switch", "-q", "main")
+    with Memory.open(repo) as mem:
+        mem.note("on main after the fork")
+        mem.decide("db", "postgres", reason="on main after the fork")
+        everything = {e.id for e in mem.events(all_branches=True)}
+    git(repo, "branch", "fresh", "feature")  # no memory of its own yet
+    for branch in ("main", "feature", "fresh"):
+        git(repo, "switch", "-q", branch)
+        with Memory.open(repo) as mem:
+            shown = {e.id for e in mem.events()}
+        with Memory.open(repo) as mem:
+            assert mem.visible(everything) == shown, branch
+
+
+def test_an_import_reads_no_body_but_its_own_events(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Import looks up its bundle's events by their envelopes: it read every
+    event with its body first (minutes and gigabytes at a million events)."""
+    from gitmem.capture.sealer import Draft
+    from gitmem.storage.payloads import PayloadStore
+
+    source = scratch_repo(tmp_path / "source")
+    with Memory.open(source) as mem:
+        mem.append_many([Draft("note", {"text": f"shared {i}"}) for i in range(3)])
+        data = export_json(mem.events(all_branches=True))
+    target = scratch_repo(tmp_path / "target")
+    with Memory.open(target) as mem:
+        mem.append_many([Draft("note", {"text": f"local {i}"}) for i in range(100)])
+        import_bundle(mem, data)
+    bodies: list[str] = []
+    body = PayloadStore.body
+
+    def counted(self: PayloadStore, tree: Any, event_id: str, *args: Any, **kw: Any) -> Any:
+        bodies.append(event_id)
+        return body(self, tree, event_id, *args, **kw)
+
+    monkeypatch.setattr(PayloadStore, "body", counted)
+    with Memory.open(target) as mem:
+        again = import_bundle(mem, data, strategy="overwrite")
+    assert again.imported == 0 and again.skipped == 3 and again.visible == 3
+    assert len(bodies) <= 3  # the bundle's own, for --on-conflict overwrite

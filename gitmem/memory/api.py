@@ -13,7 +13,7 @@ print and never exit.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Self
 
@@ -298,6 +298,57 @@ class Memory(Writers):
         :meth:`get` does."""
         self.flush()
         return str(self._located(event_id).envelope["id"])
+
+    def located(self, event_ids: Collection[str]) -> dict[str, Located]:
+        """Where each of ``event_ids`` that exists is (id -> its envelope,
+        first ref and commit), found by reading envelopes alone, one at a
+        time (an import asks about its bundle's events: reading every event
+        with its body took minutes and gigabytes at a million events)."""
+        self.flush()
+        wanted = set(event_ids)
+        found: dict[str, Located] = {}
+        if not wanted:
+            return found
+        with self.backend.streaming():  # each commit and envelope read once
+            for located in self.ledger.envelopes():
+                eid = located.envelope["id"]
+                if eid in wanted:
+                    found[eid] = located
+                    if len(found) == len(wanted):
+                        break
+        return found
+
+    def visible(self, event_ids: Collection[str]) -> set[str]:
+        """Which of ``event_ids`` the current branch's memory shows (what
+        :meth:`events` gives by default), found by reading the envelopes of
+        its chain and its trunk's alone."""
+        self.flush()
+        wanted = set(event_ids)
+        tips = self.ledger.memory_refs()
+        branch = self.branch
+        own = layout.branch_ref(branch)
+        if own not in tips and branch is not None:
+            plan = self.plan(branch)
+            fork = plan.kind in ("rename", "fork") and plan.source
+            own = layout.branch_ref(plan.source) if fork and plan.source else ""
+        shown: set[str] = set()
+        with self.backend.streaming():
+            if own in tips:
+                shown |= {
+                    loc.envelope["id"]
+                    for loc in self.ledger.envelopes([own])
+                    if loc.envelope["id"] in wanted
+                }
+            mode = self._follow_trunk(None)
+            trunk = self.trunk if mode != "none" else None
+            if trunk is not None and trunk != branch:
+                shown |= {
+                    loc.envelope["id"]
+                    for loc in self.ledger.envelopes([layout.branch_ref(trunk)])
+                    if loc.envelope["id"] in wanted
+                    and (mode == "all" or loc.envelope.get("type") in TRUNK_TYPES)
+                }
+        return shown
 
     def _located(self, event_id: str) -> Located:
         """Where the event with id (or unique id prefix) ``event_id`` is, found

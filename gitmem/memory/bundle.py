@@ -275,8 +275,17 @@ def import_bundle(
     entries = parse_bundle(data, now_us=clock.wall_us(), limits=limits, name=name)
     result = ImportResult(dry_run=dry_run, branch=memory.branch, onto=onto)
     with memory.ledger.locked():
-        existing = {e.id: e for e in memory.events(all_branches=True)}
-        here = {e.id for e in memory.events()}
+        # Only the bundle's events, and the events its redactions name, are
+        # looked up here (by their envelopes: every event with its body took
+        # minutes and gigabytes at a million events).
+        asked = {entry["envelope"]["id"] for entry in entries} | {
+            entry["body"]["target"]
+            for entry in entries
+            if entry["envelope"]["type"] == "redaction" and entry.get("body") is not None
+        }
+        existing = memory.located(asked)
+        tree = memory.ledger.payload_tree()
+        redacted_here = memory.ledger.redaction_targets([tree]) if existing else set()
         new: list[Sealed] = []
         restore: list[Sealed] = []
         removals: set[str] = set()
@@ -308,8 +317,8 @@ def import_bundle(
             if (
                 strategy == "overwrite"
                 and body is not None
-                and local.body is None
-                and not local.redacted
+                and eid not in redacted_here
+                and memory.ledger.checked_body(tree, local.envelope)[0] is None
             ):
                 restore.append(Sealed(env, body))
                 result.overwritten += 1
@@ -323,13 +332,13 @@ def import_bundle(
         # store counts, so importing the same bundle again reports nothing,
         # and one whose redaction is here but whose payload a crash left
         # (spec/storage.md §13) counts when this import removes it.
-        tree = memory.ledger.payload_tree()
         result.redacts = sorted(
             t for t in removals if t in existing and _has_payload(memory, tree, t)
         )
         result.redactions_applied = len(result.redacts)
         merge_from = sorted(b for b in result.branches if b != onto) if onto else []
         if dry_run:
+            here = memory.visible(bundle_ids)
             if onto is not None and onto == result.branch:
                 here |= bundle_ids
             else:
@@ -349,7 +358,7 @@ def import_bundle(
         for source in merge_from:
             if layout.branch_ref(source) in chains:
                 result.merged.append(merge(memory, source, onto))
-        result.visible = len(bundle_ids & {e.id for e in memory.events()})
+        result.visible = len(memory.visible(bundle_ids))
     return result
 
 
