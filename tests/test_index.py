@@ -1051,14 +1051,14 @@ def test_a_bulk_build_reads_bodies_by_their_blobs_as_lookups_would(
         changes[f"p/{forged.id[:2]}/not-a-payload"] = b"odd"
     rewrite_payload_store(repo, changes)
     listed: list[bool] = []
-    listing = builder.payload_listing
+    listing = builder.listed
 
     def spied(*args: Any) -> Any:
         found = listing(*args)
         listed.append(found is not None)
         return found
 
-    monkeypatch.setattr(builder, "payload_listing", spied)
+    monkeypatch.setattr(builder, "listed", spied)
     columns = ["id", "type", "redacted", "missing", "text", "body", "envelope"]
 
     def rows(bulk: int) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitmem.errors import GitError, GitmemError, IndexDamagedError
+from gitmem.errors import GitmemError, IndexDamagedError
 from gitmem.index import table as tables
 from gitmem.index.eventrow import blank, event_row
 from gitmem.index.manifest import Manifest, generation_files, read_manifest, write_manifest
@@ -19,7 +19,7 @@ from gitmem.index.segments import NewTexts, Runs, remove_stale
 from gitmem.index.state import Progress, RefreshReport, RefreshState
 from gitmem.records import layout
 from gitmem.sidecar import generations
-from gitmem.storage.payloadlist import UNKNOWN, PayloadListing, payload_listing
+from gitmem.storage.payloadlist import UNKNOWN, PayloadListing, listed
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -137,7 +137,7 @@ class Builder:
         # memory at a time): at a million events the rows alone would take
         # gigabytes. Duplicates, and rows already in the table, are dropped
         # when the runs are merged into it.
-        listing = self._listing(tree) if len(to_read) >= BULK_COMMITS else None
+        listing = listed(self.backend, tree) if len(to_read) >= BULK_COMMITS else None
         added = self._added(manifest.payloads, payloads, tree) if listing is None else {}
         runs = Runs(state.directory)
         targets = state.redaction_targets()
@@ -216,17 +216,6 @@ class Builder:
                 fresh["_old_text"], fresh["was_missing"] = row["text"], False
                 rows.append(fresh)
         return rows
-
-    def _listing(self, tree: str | None) -> PayloadListing | None:
-        """The payload store listed (see :mod:`gitmem.storage.payloadlist`),
-        or None when it cannot be (bodies are then looked up by path)."""
-        if tree is None:
-            return None
-        with self.backend.streaming():  # each directory, read once
-            try:
-                return payload_listing(self.backend, tree, len(tree) // 2)
-            except GitError:  # an unreadable directory: each lookup reports its own
-                return None
 
     def _added(self, before: str | None, after: str | None, tree: str | None) -> dict[str, str]:
         """The payloads store ``after`` (its tree ``tree``) gained since the

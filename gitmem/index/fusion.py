@@ -302,9 +302,14 @@ def _best(exact: Mapping[K, tuple[float, float]], limit: int) -> list[tuple[floa
     so only they are put in the caller's order (one key per item)."""
     found = [(score, item, rel) for item, (score, rel) in exact.items()]
     if len(found) > limit:
-        cut = heapq.nlargest(limit, (score for score, _rel in exact.values()))[-1]
+        cut = _least_of_top(exact, limit)
         found = [f for f in found if f[0] >= cut]
     return found
+
+
+def _least_of_top(exact: Mapping[K, tuple[float, float]], limit: int) -> float:
+    """The ``limit``-th best score of ``exact`` (at least ``limit`` items)."""
+    return heapq.nlargest(limit, (score for score, _rel in exact.values()))[-1]
 
 
 def _look_up(
@@ -350,7 +355,7 @@ def _look_up(
         if not open_:
             return exact
         if len(exact) >= limit:
-            least = heapq.nlargest(limit, (score for score, _rel in exact.values()))[-1]
+            least = _least_of_top(exact, limit)
             # (>=: an equal score may still win the tie on the caller's order)
             wanted = [item for high, item in open_ if high >= least]
         else:  # not yet ``limit`` exact scores: the best bounds first

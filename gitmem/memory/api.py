@@ -247,27 +247,39 @@ class Memory(Writers):
     def _follow_trunk(self, trunk: str | None) -> str:
         return follow_mode(self.config, trunk)
 
-    def _branch_locs(self, branch: str | None) -> list[Located]:
-        """A branch's own events; a branch without memory yet shows what it
-        would start from (its fork source's memory)."""
+    def _own_ref(self, branch: str | None, chains: Collection[str]) -> str | None:
+        """The chain (among ``chains``) whose events are a branch's own; a
+        branch without memory yet shows what it would start from (its fork
+        source's memory)."""
         ref = layout.branch_ref(branch)
-        if ref in self._per_ref or branch is None:
-            return self._per_ref.get(ref, [])
+        if ref in chains or branch is None:
+            return ref
         plan = self.plan(branch)
         if plan.kind in ("rename", "fork") and plan.source:
-            return self._per_ref.get(layout.branch_ref(plan.source), [])
-        return []
+            return layout.branch_ref(plan.source)
+        return None
 
-    def _branch_pool(self, branch: str | None, trunk: str | None) -> list[Event]:
-        own = [self._events[loc.envelope["id"]] for loc in self._branch_locs(branch)]
+    def _followed(self, branch: str | None, trunk: str | None) -> tuple[str | None, str]:
+        """(the trunk's chain a branch follows, None when none; the follow mode)."""
         mode = self._follow_trunk(trunk)
         trunk_name = self.trunk if mode != "none" else None
         if trunk_name is None or trunk_name == branch:
+            return None, mode
+        return layout.branch_ref(trunk_name), mode
+
+    def _branch_locs(self, branch: str | None) -> list[Located]:
+        """A branch's own events (see :meth:`_own_ref`)."""
+        return self._per_ref.get(self._own_ref(branch, self._per_ref) or "", [])
+
+    def _branch_pool(self, branch: str | None, trunk: str | None) -> list[Event]:
+        own = [self._events[loc.envelope["id"]] for loc in self._branch_locs(branch)]
+        trunk_ref, mode = self._followed(branch, trunk)
+        if trunk_ref is None:
             return own
         seen = {e.id for e in own}
         extra = [
             self._events[loc.envelope["id"]]
-            for loc in self._per_ref.get(layout.branch_ref(trunk_name), [])
+            for loc in self._per_ref.get(trunk_ref, [])
             if loc.envelope["id"] not in seen
             and (mode == "all" or loc.envelope.get("type") in TRUNK_TYPES)
         ]
@@ -325,26 +337,20 @@ class Memory(Writers):
         self.flush()
         wanted = set(event_ids)
         tips = self.ledger.memory_refs()
-        branch = self.branch
-        own = layout.branch_ref(branch)
-        if own not in tips and branch is not None:
-            plan = self.plan(branch)
-            fork = plan.kind in ("rename", "fork") and plan.source
-            own = layout.branch_ref(plan.source) if fork and plan.source else ""
+        own = self._own_ref(self.branch, tips)
+        trunk_ref, mode = self._followed(self.branch, None)
         shown: set[str] = set()
         with self.backend.streaming():
-            if own in tips:
+            if own is not None:  # (envelopes() skips a ref that has no chain)
                 shown |= {
                     loc.envelope["id"]
                     for loc in self.ledger.envelopes([own])
                     if loc.envelope["id"] in wanted
                 }
-            mode = self._follow_trunk(None)
-            trunk = self.trunk if mode != "none" else None
-            if trunk is not None and trunk != branch:
+            if trunk_ref is not None:
                 shown |= {
                     loc.envelope["id"]
-                    for loc in self.ledger.envelopes([layout.branch_ref(trunk)])
+                    for loc in self.ledger.envelopes([trunk_ref])
                     if loc.envelope["id"] in wanted
                     and (mode == "all" or loc.envelope.get("type") in TRUNK_TYPES)
                 }

@@ -19,11 +19,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gitmem.errors import FormatError, GitError
+from gitmem.errors import FormatError
 from gitmem.memory.event import Event
 from gitmem.records import canonical, layout
 from gitmem.storage.eventchain import check_format
-from gitmem.storage.payloadlist import payload_listing
+from gitmem.storage.payloadlist import listed
 
 if TYPE_CHECKING:
     import numpy as np
@@ -124,8 +124,7 @@ def export_events(memory: Memory, branch: str | None = None) -> ExportEvents:
     times = np.frombuffer(rows.times, dtype=np.int64)
     order = keep[np.lexsort((ids[keep], times[keep]))]
     blobs = np.frombuffer(rows.blobs, dtype=np.uint8).reshape(-1, rows.width or 1)
-    with memory.backend.streaming():  # each directory of the store, read once
-        payloads, found = _payloads(memory, tree, ids[order], rows.width or 1)
+    payloads, found = _payloads(memory, tree, ids[order], rows.width or 1)
     return ExportEvents(
         memory,
         tree,
@@ -150,13 +149,10 @@ def _payloads(
     import numpy as np
 
     unknown = (np.zeros((len(ids), width), dtype=np.uint8), np.full(len(ids), -1, dtype=np.int8))
-    try:
-        listed = payload_listing(memory.backend, tree, width) if tree is not None else None
-    except GitError:  # an unreadable directory: each lookup reports its own payload
-        listed = None
-    if listed is None or not len(ids):
+    listing = listed(memory.backend, tree)  # None: each lookup reports its own payload
+    if listing is None or not len(ids):
         return unknown
-    return listed.find(ids)
+    return listing.find(ids)
 
 
 def _among(names: set[str], pool: NDArray[np.bytes_]) -> set[str]:

@@ -35,7 +35,7 @@ from gitmem.memory.payloadcheck import check_payloads, check_store, store_tree
 from gitmem.memory.report import Problem, Report, error_text
 from gitmem.records import canonical, layout
 from gitmem.storage import spool
-from gitmem.storage.payloadlist import PayloadListing, payload_listing
+from gitmem.storage.payloadlist import listed
 
 if TYPE_CHECKING:
     from gitmem.memory.api import Memory
@@ -76,7 +76,7 @@ def _full(memory: Memory, report: Report, refs: dict[str, str]) -> None:
         for ref, tip in refs.items():
             check_chain(memory, ref, tip, report, checked, seen_commits)
     payload_tip, tree = store_tree(memory, report)
-    listing = _listing(memory, tree)
+    listing = listed(backend, tree)
     with backend.streaming() if listing is not None else nullcontext():
         redactions = check_payloads(memory, tree, checked, report, listing=listing)
     del listing
@@ -92,19 +92,6 @@ def _full(memory: Memory, report: Report, refs: dict[str, str]) -> None:
             )
     if report.ok:
         verified.write(memory.location, refs, payload_tip, verified.keys(checked), set(redactions))
-
-
-def _listing(memory: Memory, tree: str | None) -> PayloadListing | None:
-    """The store listed, or None (no store, or one the listing cannot read:
-    its payloads are then looked up by path, and an unreadable directory is
-    reported by the lookups)."""
-    if tree is None:
-        return None
-    with memory.backend.streaming():
-        try:
-            return payload_listing(memory.backend, tree, len(tree) // 2)
-        except Exception:  # an unreadable directory: each lookup reports its own
-            return None
 
 
 def _incremental(

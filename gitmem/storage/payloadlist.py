@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gitmem.errors import GitError
 from gitmem.records import layout
 from gitmem.storage.payloads import flat_directory
 
@@ -103,3 +104,16 @@ def payload_listing(backend: Backend, tree: str | None, width: int) -> PayloadLi
     if len(every) > 1 and not (every[1:] > every[:-1]).all():
         return None  # not sorted and distinct: lookups by path decide
     return PayloadListing(every, np.concatenate(oids))
+
+
+def listed(backend: Backend, tree: str | None) -> PayloadListing | None:
+    """The listing of store tree ``tree``, read with the object cache off
+    (each directory is read once), or None: no store, one the listing cannot
+    read, or an unreadable directory (a reader by path then reports it)."""
+    if tree is None:
+        return None
+    with backend.streaming():
+        try:
+            return payload_listing(backend, tree, len(tree) // 2)
+        except GitError:
+            return None
