@@ -262,6 +262,43 @@ def ref_tip(repo: Path, ref: str) -> str | None:
     return proc.stdout.strip() or None
 
 
+def store_snapshots(repo: Path, ref: str = "refs/edda/payloads") -> list[str]:
+    """The snapshot commits of the payload store at ``ref``, with git alone:
+    each partition a format-2 store names (gitlinks), or the store itself
+    when format 1 wrote it. Empty when there is no store."""
+    tip = ref_tip(repo, ref)
+    if tip is None:
+        return []
+    entries = git(repo, "ls-tree", tip).splitlines()
+    if entries and all(line.startswith("160000 commit ") for line in entries):
+        return [line.split()[2] for line in entries]
+    return [tip]
+
+
+def payload_files(repo: Path, ref: str = "refs/edda/payloads") -> list[str]:
+    """Every file path (``p/..``, ``b/..``) in the payload store's partitions."""
+    paths: list[str] = []
+    for snapshot in store_snapshots(repo, ref):
+        paths += git(repo, "ls-tree", "-r", "--name-only", snapshot).split()
+    return sorted(paths)
+
+
+def payload_blob_id(repo: Path, path: str, ref: str = "refs/edda/payloads") -> str | None:
+    """The blob at ``path`` (``layout.payload_path(id)``) in the store's partitions."""
+    for snapshot in store_snapshots(repo, ref):
+        oid = ref_tip_of(repo, f"{snapshot}:{path}")
+        if oid:
+            return oid
+    return None
+
+
+def ref_tip_of(repo: Path, spec: str) -> str | None:
+    proc = subprocess.run(
+        ["git", "rev-parse", "-q", "--verify", spec], cwd=repo, capture_output=True, text=True
+    )
+    return proc.stdout.strip() or None
+
+
 def fsck(repo: Path) -> None:
     """``git fsck --full --strict`` passes with nothing suspicious in its output."""
     proc = subprocess.run(

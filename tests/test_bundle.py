@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import cli, git, init_repo, scratch_repo
+from conftest import cli, git, init_repo, payload_files, scratch_repo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_records import BODIES, UNICODE_SAMPLES
@@ -296,7 +296,7 @@ def test_overwrite_restores_missing_payloads(
 
     # not even from a bundle that carries the genuine body and leaves out the redaction
     with Memory.open(repo) as mem:
-        genuine = mem.ledger.body(mem.ledger.payload_tree(), events[3].id)
+        genuine = mem.ledger.body(mem.ledger.payload_roots(), events[3].id)
     assert genuine is None  # the source no longer has it either: rebuild it from the event
     body = {"text": "secret-ish text to redact"}
     env = events[3].envelope
@@ -315,7 +315,7 @@ def test_overwrite_restores_missing_payloads(
         result = import_bundle(mem, make_bundle(forged), strategy="overwrite")
         assert result.overwritten == 0
         assert mem.get(events[3].id).redacted
-    paths = git(dst, "ls-tree", "-r", "--name-only", layout.PAYLOAD_REF).split()
+    paths = payload_files(dst)
     assert layout.payload_path(events[3].id) not in paths
 
 
@@ -472,7 +472,7 @@ def test_imported_redaction_removes_the_local_payload(tmp_path: Path) -> None:
     result = json.loads(out)
     assert result["imported"] == 2  # the two redaction events
     assert result["redactions_applied"] == 2
-    paths = git(dst, "ls-tree", "-r", "--name-only", layout.PAYLOAD_REF).split()
+    paths = payload_files(dst)
     assert layout.payload_path(small.id) not in paths
     assert layout.payload_path(large.id) not in paths
     assert not [p for p in paths if p.startswith("b/")]
@@ -502,7 +502,7 @@ def test_redacted_event_imports_without_payload(
     dst = init_repo(tmp_path / "dst")
     with Memory.open(dst) as mem:
         import_bundle(mem, export_bytes(repo))
-    paths = git(dst, "ls-tree", "-r", "--name-only", layout.PAYLOAD_REF).split()
+    paths = payload_files(dst)
     assert layout.payload_path(events[3].id) not in paths
     assert layout.payload_path(events[0].id) in paths
     # even a bundle that (wrongly) carries the body of a redacted event does not restore it
@@ -515,7 +515,7 @@ def test_redacted_event_imports_without_payload(
     with Memory.open(other) as mem:
         import_bundle(mem, make_bundle(entries))
         assert mem.get(events[3].id).redacted
-    paths = git(other, "ls-tree", "-r", "--name-only", layout.PAYLOAD_REF).split()
+    paths = payload_files(other)
     assert layout.payload_path(events[3].id) not in paths
 
 

@@ -11,7 +11,16 @@ import json
 import subprocess
 from pathlib import Path
 
-from conftest import cli, clone, git, init_repo, make_remote, ref_tip
+from conftest import (
+    cli,
+    clone,
+    git,
+    init_repo,
+    make_remote,
+    payload_blob_id,
+    payload_files,
+    ref_tip,
+)
 
 from gitmem import Memory
 from gitmem.branches.prune import _delete, read_pruned
@@ -58,7 +67,7 @@ def verify_clean(repo: Path) -> dict:
 
 
 def payload_paths(repo: Path) -> str:
-    return git(repo, "ls-tree", "-r", "--name-only", "refs/edda/payloads")
+    return "\n".join(payload_files(repo))
 
 
 def deleted_branches_repo(path: Path) -> tuple[Path, dict[str, str]]:
@@ -136,7 +145,7 @@ def test_prune_removes_contained_chains_and_keeps_every_event(tmp_path: Path) ->
 def test_force_drops_unmerged_memory_and_its_payloads(tmp_path: Path) -> None:
     repo, made = deleted_branches_repo(tmp_path / "repo")
     assert made["squashed"] in payload_paths(repo)
-    blob = git(repo, "rev-parse", f"refs/edda/payloads:p/{made['squashed'][:2]}/{made['squashed']}")
+    blob = payload_blob_id(repo, f"p/{made['squashed'][:2]}/{made['squashed']}")
     entries = prune(repo, "--force")
     assert entries["squashed"]["action"] == "pruned"
     assert entries["squashed"]["lost"] == 1
@@ -344,7 +353,7 @@ def test_force_pruned_branch_stays_whole_on_the_remote(tmp_path: Path) -> None:
     report = sync(a)
     assert report["skipped_pruned"] == [BRANCHES + "gone"]
     verify_clean(a)
-    assert lone in git(bare, "ls-tree", "-r", "--name-only", "refs/edda/payloads")
+    assert lone in "\n".join(payload_files(bare))
     fresh = clone(bare, tmp_path / "fresh")
     sync(fresh)
     assert lone in all_ids(fresh)

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import cli, clone, git, make_remote
+from conftest import cli, clone, git, make_remote, payload_files
 
 from gitmem import Memory
 
@@ -44,8 +44,7 @@ def chains(repo: Path) -> set[str]:
 
 
 def remote_payload_ids(bare: Path) -> set[str]:
-    out = git(bare, "ls-tree", "-r", "--name-only", "refs/edda/payloads", check=False)
-    return {path.rsplit("/", 1)[1] for path in out.split() if path.startswith("p/")}
+    return {path.rsplit("/", 1)[1] for path in payload_files(bare) if path.startswith("p/")}
 
 
 def verify_clean(repo: Path) -> None:

@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import cli, git
+from conftest import cli, git, payload_blob_id, payload_files
 
 from gitmem.errors import UsageError
 from gitmem.memory.api import Memory
@@ -43,7 +43,7 @@ def big_text(marker: str) -> str:
 
 
 def payload_paths(repo: Path) -> list[str]:
-    out = git(repo, "ls-tree", "-r", "--name-only", layout.PAYLOAD_REF)
+    out = "\n".join(payload_files(repo))
     return out.split()
 
 
@@ -130,8 +130,8 @@ def test_gc_destroys_bytes_that_were_already_packed(store: Path) -> None:
     with Memory.open(store) as mem:
         target = mem.note(CANARY)
         mem.note(big_text("unrelated-big"))
-    blob = git(store, "rev-parse", f"{layout.PAYLOAD_REF}:{layout.payload_path(target.id)}")
-    blob = blob.strip()
+    blob = payload_blob_id(store, layout.payload_path(target.id))
+    assert blob is not None
     git(store, "gc", "-q")  # the payload is now in a pack, not a loose object
     assert not (store / ".git" / "objects" / blob[:2] / blob[2:]).exists()
     assert list((store / ".git" / "objects" / "pack").glob("*.pack"))
@@ -153,7 +153,9 @@ def test_large_text_attachment_is_destroyed(store: Path) -> None:
     sha = canonical.sha256_hex(text.encode())
     paths = payload_paths(store)
     assert layout.attachment_path(sha) in paths  # stored as an attachment, not inline
-    stored = git(store, "cat-file", "-p", f"{layout.PAYLOAD_REF}:{layout.payload_path(target.id)}")
+    stored = git(
+        store, "cat-file", "-p", str(payload_blob_id(store, layout.payload_path(target.id)))
+    )
     assert BIG_CANARY not in stored
 
     with Memory.open(store) as mem:

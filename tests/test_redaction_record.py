@@ -15,7 +15,7 @@ from gitmem.storage import redactions
 
 
 def targets(mem: Memory) -> set[str]:
-    return mem.ledger.redaction_targets([mem.ledger.payload_tree()])
+    return mem.ledger.redaction_targets([mem.ledger.payload_roots()])
 
 
 def test_targets_follow_new_redactions_and_rewinds(tmp_path: Path) -> None:

@@ -19,7 +19,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import cli, clone, fsck, git, init_repo, make_remote, object_bytes, raw_id_counts
+from conftest import (
+    cli,
+    clone,
+    fsck,
+    git,
+    init_repo,
+    make_remote,
+    object_bytes,
+    raw_id_counts,
+    store_snapshots,
+)
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -28,7 +38,7 @@ from gitmem import Memory
 from gitmem.sync.protocol import SyncReport
 
 SECRET = "s3cr3t-value-xyz"
-MEMORY_REFS = ("refs/edda/branches", "refs/edda/detached", "refs/edda/payloads")
+MEMORY_REFS = ("refs/edda/branches", "refs/edda/detached", "refs/edda/payloads", "refs/edda/store")
 
 
 # helpers -----------------------------------------------------------------------------
@@ -60,9 +70,14 @@ def edda_json(repo: Path, *args: str) -> dict:
     return json.loads(out)
 
 
+def partition_names(repo: Path) -> list[str]:
+    """The payload store's partitions (one per ISO week of the events)."""
+    return git(repo, "ls-tree", "--name-only", "refs/edda/payloads").split()
+
+
 def payload_blobs(repo: Path, ref: str = "refs/edda/payloads") -> bytes:
-    """The bytes of every blob in the tree of ``ref`` (recursively)."""
-    listing = git(repo, "ls-tree", "-r", ref)
+    """The bytes of every blob in the payload store at ``ref`` (every partition)."""
+    listing = "".join(git(repo, "ls-tree", "-r", s) for s in store_snapshots(repo, ref))
     out = b""
     for line in listing.splitlines():
         meta, _path = line.split("\t", 1)
@@ -168,11 +183,11 @@ def test_two_clones_converge_over_file_url(tmp_path: Path, remote: Path) -> None
     assert "refs/edda/branches/main" in refs and "refs/edda/payloads" in refs
     assert memory_refs(a) == refs
     assert memory_refs(b) == refs
-    # The remote also holds the base of its payload snapshot, a transfer aid
-    # never read as memory (spec/sync.md, "Incremental transfer").
+    # The remote also holds the base of its partition's snapshot, a transfer
+    # aid never read as memory (spec/sync.md, "Incremental transfer").
     on_remote = git(remote, "for-each-ref", "refs/edda").splitlines(keepends=True)
-    assert any(line.endswith("\trefs/edda/payloads-base\n") for line in on_remote)
-    shared = "".join(line for line in on_remote if "payloads-base" not in line)
+    assert any("\trefs/edda/store-base/" in line for line in on_remote)
+    shared = "".join(line for line in on_remote if "store-base/" not in line)
     assert git(a, "for-each-ref", "refs/edda") == shared
     assert git(b, "for-each-ref", "refs/edda") == shared
     for repo in (a, b):
@@ -220,6 +235,7 @@ def test_push_and_pull_through_git_daemon(tmp_path: Path, git_daemon: tuple[str,
     assert git(b, "for-each-ref", "--format=%(refname)", "refs/edda-remotes/origin/").split() == [
         "refs/edda-remotes/origin/branches/main",
         "refs/edda-remotes/origin/payloads",
+        *(f"refs/edda-remotes/origin/store/{name}" for name in partition_names(b)),
     ]
 
 

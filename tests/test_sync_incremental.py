@@ -1,7 +1,7 @@
 """Sync costs what is new, not what the store holds (spec/sync.md, "Incremental
 transfer"), and its shortcuts give what the full computation gives:
 
-* a push sends ``refs/edda/payloads-base`` (parent: the snapshot it replaces),
+* a push sends ``refs/edda/store-base/<week>`` (parent: the partition it replaces),
   so git sends only what a new payload snapshot adds, both ways; a redaction's
   push gives it no parent, so no removed bytes stay reachable on the remote,
   and ``gc`` drops a mirrored base before destroying bytes;
@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import cli, clone, git, make_remote, object_bytes
+from conftest import cli, clone, git, make_remote, object_bytes, payload_blob_id
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -30,6 +30,7 @@ from gitmem.storage.backends.gitcli import GitCliBackend
 from gitmem.storage.backends.libgit2 import Libgit2Backend
 from gitmem.storage.locate import locate
 from gitmem.storage.objects import ObjectBatch
+from gitmem.storage.payloads import Roots
 
 SECRET = "s3cr3t-incremental-xyz"
 
@@ -61,6 +62,12 @@ def remote(tmp_path: Path) -> Path:
     return bare
 
 
+def partition(repo: Path) -> str:
+    """The payload store's one partition (the tests' events are all this week)."""
+    (name,) = git(repo, "ls-tree", "--name-only", layout.PAYLOAD_REF).split()
+    return name
+
+
 def test_push_and_fetch_send_only_what_a_snapshot_adds(tmp_path: Path, remote: Path) -> None:
     """With 120 payloads on the remote, one new event travels as a handful of
     objects each way; without the base, git would send (nearly) every payload
@@ -71,13 +78,14 @@ def test_push_and_fetch_send_only_what_a_snapshot_adds(tmp_path: Path, remote: P
     notes(a, [f"note {i}" for i in range(120)])
     assert cli(a, "sync")[0] == 0
     assert cli(b, "pull")[0] == 0
-    old = git(remote, "rev-parse", layout.PAYLOAD_REF).strip()
-    assert git(remote, "for-each-ref", layout.PAYLOAD_BASE_REF) == ""  # a first push has none
+    week = partition(remote)
+    old = git(remote, "rev-parse", layout.partition_ref(week)).strip()
+    assert git(remote, "for-each-ref", "refs/edda/store-base") == ""  # a first push has none
 
     notes(a, ["one more"])
     assert cli(a, "sync")[0] == 0
-    new = git(remote, "rev-parse", layout.PAYLOAD_REF).strip()
-    base = git(remote, "rev-parse", layout.PAYLOAD_BASE_REF).strip()
+    new = git(remote, "rev-parse", layout.partition_ref(week)).strip()
+    base = git(remote, "rev-parse", layout.partition_base_ref(week)).strip()
     assert git(remote, "log", "-1", "--format=%P", base).split() == [old]
     assert (
         git(remote, "rev-parse", f"{base}^{{tree}}").strip()
@@ -104,15 +112,15 @@ def test_a_redaction_push_leaves_no_removed_bytes_reachable_on_the_remote(
     assert cli(a, "sync")[0] == 0
     notes(a, ["later"])
     assert cli(a, "sync")[0] == 0
-    base = git(remote, "rev-parse", layout.PAYLOAD_BASE_REF).strip()
+    base = git(remote, "rev-parse", layout.partition_base_ref(partition(remote))).strip()
     assert git(remote, "log", "-1", "--format=%P", base).strip()  # it links to the old snapshot
-    secret_blob = git(a, "rev-parse", f"{layout.PAYLOAD_REF}:{layout.payload_path(secret_id)}")
-    secret_blob = secret_blob.strip()
+    secret_blob = payload_blob_id(a, layout.payload_path(secret_id))
+    assert secret_blob is not None
 
     with Memory.open(a) as mem:
         mem.redact(secret_id, "leaked token")
     assert cli(a, "sync")[0] == 0
-    base = git(remote, "rev-parse", layout.PAYLOAD_BASE_REF).strip()
+    base = git(remote, "rev-parse", layout.partition_base_ref(partition(remote))).strip()
     assert git(remote, "log", "-1", "--format=%P", base).strip() == ""
     assert secret_blob not in reachable(remote, "--all")
 
@@ -127,7 +135,7 @@ def test_gc_drops_a_mirrored_base_before_destroying_bytes(tmp_path: Path, remote
     notes(a, ["later"])
     assert cli(a, "sync")[0] == 0
     assert cli(b, "pull")[0] == 0
-    mirrored = layout.mirror_ref("origin", layout.PAYLOAD_BASE_REF)
+    mirrored = layout.mirror_ref("origin", layout.partition_base_ref(partition(remote)))
     assert git(b, "for-each-ref", mirrored)  # the base came along, holding the secret
     with Memory.open(b) as mem:
         mem.redact(secret_id, "leaked token")
@@ -200,8 +208,11 @@ def test_store_differences_are_those_of_an_entry_by_entry_comparison(
     for backend_class in (Libgit2Backend, GitCliBackend):
         with Memory.open(repo) as mem:
             mem.ledger.backend = backend_class(locate(repo))
-            missing = dict(mem.ledger.missing_payloads(root, other))
-            changed = set(mem.ledger.changed_payloads(root, other))
+            # each a store of one partition
+            ours_store = Roots(root, {"2026-W01": root}, {"2026-W01": root})
+            theirs_store = Roots(other, {"2026-W01": other}, {"2026-W01": other})
+            missing = dict(mem.ledger.missing_payloads(ours_store, theirs_store))
+            changed = set(mem.ledger.changed_payloads(ours_store, theirs_store))
         assert set(missing) == theirs - ours
         assert changed == {e for e in ours & theirs if e.startswith("f")}
         for eid, blob in missing.items():
@@ -267,6 +278,6 @@ def test_a_pull_advances_the_redaction_record_to_what_a_full_read_finds(
         assert advanced["tips"] == mem.ledger.memory_refs()
         record.unlink()
         tips, events = redactions.redaction_events(mem.ledger)
-        assert mem.ledger.redaction_targets([mem.ledger.payload_tree()]) == {secret_id}
+        assert mem.ledger.redaction_targets([mem.ledger.payload_roots()]) == {secret_id}
     assert tips == advanced["tips"]
     assert set(events) == set(advanced["events"]) and len(events) == 1

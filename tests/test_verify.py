@@ -49,23 +49,46 @@ def located(repo: Path) -> list[Any]:
         return list(mem.ledger.envelopes())
 
 
+def partitions(pg: pygit2.Repository, store: str | pygit2.Oid) -> dict[str, pygit2.Commit]:
+    """The payload store's partitions (name -> snapshot commit), read with pygit2."""
+    entries = list(pg[store].tree)
+    return {e.name: pg[e.id] for e in entries if e.filemode == pygit2.GIT_FILEMODE_COMMIT}
+
+
 def payload_commit(pg: pygit2.Repository) -> pygit2.Commit:
-    return pg[pg.references[layout.PAYLOAD_REF].target]
+    """The newest partition of the payload store (the tests' events are all in it)."""
+    parts = partitions(pg, pg.references[layout.PAYLOAD_REF].target)
+    return parts[max(parts)]
 
 
 def rewrite_payload_store(repo: Path, changes: dict[str, bytes | None]) -> None:
-    """Replace the payload snapshot by one with ``changes`` (path -> blob bytes, None removes)."""
+    """Replace the payload store by one with ``changes`` (path -> blob bytes,
+    None removes) behind gitmem's back: in the partition that holds the path,
+    else the newest."""
     pg = pygit2.Repository(str(repo))
-    old = payload_commit(pg)
-    index = pygit2.Index()
-    index.read_tree(old.tree)
+    parts = partitions(pg, pg.references[layout.PAYLOAD_REF].target)
+    indexes: dict[str, pygit2.Index] = {}
     for path, data in changes.items():
+        holder = next((n for n, c in parts.items() if path in c.tree), max(parts))
+        if holder not in indexes:
+            indexes[holder] = pygit2.Index()
+            indexes[holder].read_tree(parts[holder].tree)
         if data is None:
-            index.remove(path)
+            indexes[holder].remove(path)
         else:
-            index.add(pygit2.IndexEntry(path, pg.create_blob(data), pygit2.GIT_FILEMODE_BLOB))
-    tree = index.write_tree(pg)
-    new = pg.create_commit(None, old.author, old.committer, old.message, tree, [])
+            entry = pygit2.IndexEntry(path, pg.create_blob(data), pygit2.GIT_FILEMODE_BLOB)
+            indexes[holder].add(entry)
+    commits = {name: commit.id for name, commit in parts.items()}
+    for name, index in indexes.items():
+        old = parts[name]
+        tree = index.write_tree(pg)
+        commits[name] = pg.create_commit(None, old.author, old.committer, old.message, tree, [])
+        pg.references.create(layout.partition_ref(name), commits[name], force=True)
+    builder = pg.TreeBuilder()
+    for name, oid in commits.items():
+        builder.insert(name, oid, pygit2.GIT_FILEMODE_COMMIT)
+    store = pg[pg.references[layout.PAYLOAD_REF].target]
+    new = pg.create_commit(None, store.author, store.committer, store.message, builder.write(), [])
     pg.references.create(layout.PAYLOAD_REF, new, force=True)
 
 
@@ -637,8 +660,10 @@ def crowded(crowded_base: Path, tmp_path: Path) -> tuple[Path, list[str]]:
 
 
 def fanout(repo: Path, commit: str | pygit2.Oid, name: str) -> str:
+    """Fan-out directory ``name`` of the newest partition of store ``commit``."""
     pg = pygit2.Repository(str(repo))
-    return str(pg[commit].tree["p"][name].id)
+    parts = partitions(pg, commit)
+    return str(parts[max(parts)].tree["p"][name].id)
 
 
 def test_a_directory_that_only_gained_payloads_is_read_on_its_new_side(

@@ -121,7 +121,11 @@ def generate() -> dict[str, bytes]:
                 "branch_chain": layout.BRANCH_PREFIX + "<branch, '%' -> '%25', '/' -> '%2F'>",
                 "detached_chain": layout.DETACHED_REF,
                 "payload_store": layout.PAYLOAD_REF,
-                "payload_base": layout.PAYLOAD_BASE_REF + " (on remotes only: spec/sync.md)",
+                "payload_partition": layout.PARTITION_PREFIX
+                + "<yyyy>-W<ww> (ISO week of event time, UTC) or "
+                + layout.LEGACY_PARTITION,
+                "partition_base": layout.PARTITION_BASE_PREFIX
+                + "<partition> (on remotes only: spec/sync.md)",
             },
             "event_commit": {
                 "tree": {
@@ -132,13 +136,26 @@ def generate() -> dict[str, bytes]:
                 "identity": f"{layout.IDENTITY_NAME} <{layout.IDENTITY_EMAIL}>",
                 "time": "max event time in the commit, seconds, +0000",
             },
+            "chain_format": layout.CHAIN_FORMAT,
             "payload_commit": {
+                "parents": [],
+                "tree": {
+                    "<partition>": "gitlink (mode 160000) to the partition's commit, "
+                    "kept reachable by its partition ref",
+                },
+                "trailers": [layout.FORMAT_TRAILER],
+                "format": layout.STORE_FORMAT,
+                "time": 0,
+            },
+            "partition_commit": {
                 "parents": [],
                 "tree": {
                     "p/<id[:2]>/<id>": "stored body blob",
                     "b/<sha[:2]>/<sha256>": "attachment blob",
                 },
                 "trailers": [layout.FORMAT_TRAILER],
+                "format": f"{layout.STORE_FORMAT} ({layout.LEGACY_PARTITION}: 1, "
+                "the format-1 store kept as it was)",
                 "time": 0,
             },
             "attachment_min_bytes": layout.ATTACHMENT_MIN_BYTES,

@@ -39,6 +39,7 @@ from gitmem.branches.store import ChainStore
 from gitmem.records import layout
 from gitmem.storage.backends.base import Backend
 from gitmem.storage.ledger import Ledger
+from gitmem.storage.payloads import Roots
 
 PRUNED_FILE = "pruned"
 
@@ -83,14 +84,14 @@ def redacts_outside(
 
     Such a redaction must stay where that event is, or the payload it removed
     comes back from any store that still has it."""
-    tree: str | None = None
+    tree: Roots | None = None
     loaded = False
     for envelope in envelopes:
         if envelope.get("type") != "redaction":
             continue
         if not loaded:
-            tree, loaded = ledger.payload_tree(), True
-        body = ledger.body(tree, envelope["id"]) if tree else None
+            tree, loaded = ledger.payload_roots(), True
+        body = ledger.body(tree, envelope["id"], time=envelope.get("time")) if tree else None
         target = body.get("target") if body else None
         if not isinstance(target, str) or target not in leaving:
             return True

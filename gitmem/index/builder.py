@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from gitmem.index.fulltext import TextDoc
     from gitmem.memory.api import Memory
+    from gitmem.storage.payloads import Roots
 
 
 BULK_COMMITS = 2_000
@@ -132,7 +133,7 @@ class Builder:
                 seen_commits.add(commit)
                 to_read.append((commit, ref))
         del known_commits, seen_commits
-        tree = self.ledger.payload_tree(payloads) if payloads else None
+        tree = self.ledger.payload_roots(payloads) if payloads else None
         # Rows go to sorted run files as they are made (a few thousand in
         # memory at a time): at a million events the rows alone would take
         # gigabytes. Duplicates, and rows already in the table, are dropped
@@ -195,7 +196,7 @@ class Builder:
         self._commit(state, manifest, tips, payloads, report)
 
     def _altered(
-        self, state: RefreshState, before: str | None, after: str | None, tree: str | None
+        self, state: RefreshState, before: str | None, after: str | None, tree: Roots | None
     ) -> list[tables.EventRow]:
         """Rows whose payload bytes changed since the last refresh and no longer
         match their envelope, remade without a body (the old text kept aside
@@ -203,7 +204,7 @@ class Builder:
         if not before or before == after:
             return []
         try:
-            old_tree = self.ledger.payload_tree(before)
+            old_tree = self.ledger.payload_roots(before)
             changed = set(self.ledger.changed_payloads(old_tree, tree)) if old_tree else set()
         except GitmemError:  # the old snapshot was pruned: nothing to compare with
             return []
@@ -217,8 +218,8 @@ class Builder:
                 rows.append(fresh)
         return rows
 
-    def _added(self, before: str | None, after: str | None, tree: str | None) -> dict[str, str]:
-        """The payloads store ``after`` (its tree ``tree``) gained since the
+    def _added(self, before: str | None, after: str | None, tree: Roots | None) -> dict[str, str]:
+        """The payloads store ``after`` (read: ``tree``) gained since the
         indexed store ``before``: event id -> blob. git's comparison of the
         two, which the check for altered payloads makes anyway (and
         remembers), names the new events' payloads, so their bodies are read
@@ -228,7 +229,7 @@ class Builder:
         if not before or before == after or tree is None:
             return {}
         try:
-            old_tree = self.ledger.payload_tree(before)
+            old_tree = self.ledger.payload_roots(before)
             if old_tree is None:
                 return {}
             differences = self.ledger.payload_differences(old_tree, tree)
@@ -240,7 +241,7 @@ class Builder:
 
     def _body(
         self,
-        tree: str | None,
+        tree: Roots | None,
         envelope: dict[str, Any],
         listing: PayloadListing | None,
         added: Mapping[str, str] | None = None,

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from gitmem.memory.report import Report
     from gitmem.memory.source import BranchKwargs
     from gitmem.memory.window import BranchWindow
+    from gitmem.storage.payloads import Roots
 
 
 class Memory(Writers):
@@ -195,7 +196,7 @@ class Memory(Writers):
         unique: dict[str, Located] = {}
         for located in (loc for locs in self._per_ref.values() for loc in locs):
             unique.setdefault(located.envelope["id"], located)
-        tree = self.ledger.payload_tree()
+        tree = self.ledger.payload_roots()
         checked = {eid: self.ledger.checked_body(tree, loc.envelope) for eid, loc in unique.items()}
         bodies = {eid: body for eid, (body, _) in checked.items()}
         redacted = {
@@ -372,7 +373,7 @@ class Memory(Writers):
                         break
         return found[_one(event_id, list(found))]
 
-    def _redaction_of(self, target: str, tree: str | None) -> Event | None:
+    def _redaction_of(self, target: str, tree: Roots | None) -> Event | None:
         """The redaction event recorded for ``target``, if any."""
         from gitmem.storage.redactions import redaction_events
 
@@ -418,13 +419,13 @@ class Memory(Writers):
             target = self._located(event_id).envelope
             if target.get("type") == "redaction":
                 raise UsageError("a redaction record cannot itself be redacted")
-            tree = self.ledger.payload_tree()
+            tree = self.ledger.payload_roots()
             if target["id"] in self.ledger.redaction_targets([tree]):
                 # A crash between recording a redaction and removing the
                 # payload leaves the payload behind: finish the job.
-                if self.ledger.stored_body(tree, target["id"]) is not None:
+                if self.ledger.locate(tree, target["id"], target.get("time")) is not None:
                     self.ledger.commit([], remove_payloads=[target["id"]])
-                earlier = self._redaction_of(target["id"], self.ledger.payload_tree())
+                earlier = self._redaction_of(target["id"], self.ledger.payload_roots())
                 if earlier is not None:
                     return earlier
             draft = Draft("redaction", {"target": target["id"], "reason": reason}, **kw)

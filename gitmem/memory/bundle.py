@@ -33,6 +33,7 @@ from gitmem.storage.gitconfig import limits as config_limits
 if TYPE_CHECKING:
     from gitmem.branches.chains import MergeResult
     from gitmem.memory.api import Memory
+    from gitmem.storage.payloads import Roots
 
 BUNDLE_FORMAT = "gitmem-bundle"
 BUNDLE_VERSION = 1
@@ -284,7 +285,7 @@ def import_bundle(
             if entry["envelope"]["type"] == "redaction" and entry.get("body") is not None
         }
         existing = memory.located(asked)
-        tree = memory.ledger.payload_tree()
+        tree = memory.ledger.payload_roots()
         redacted_here = memory.ledger.redaction_targets([tree]) if existing else set()
         new: list[Sealed] = []
         restore: list[Sealed] = []
@@ -362,7 +363,6 @@ def import_bundle(
     return result
 
 
-def _has_payload(memory: Memory, tree: str | None, event_id: str) -> bool:
-    """Whether the payload store (its root ``tree``) holds ``event_id``'s payload."""
-    path = layout.payload_path(event_id)
-    return tree is not None and memory.backend.read_path(tree, path) is not None
+def _has_payload(memory: Memory, tree: Roots | None, event_id: str) -> bool:
+    """Whether the payload store ``tree`` holds ``event_id``'s payload."""
+    return memory.ledger.locate(tree, event_id) is not None

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from gitmem.memory.api import Memory
+    from gitmem.storage.payloads import Roots
 
 
 @dataclass
@@ -39,7 +40,7 @@ class ExportEvents:
     stay open until the iteration ends."""
 
     memory: Memory
-    tree: str | None  # the payload store's root
+    tree: Roots | None  # the payload store
     blobs: NDArray[np.uint8]  # per event in order: its envelope blob's raw id
     commit_of: NDArray[np.int32]  # per event in order: its index in ``commits``
     commits: list[str]
@@ -98,7 +99,7 @@ def export_events(memory: Memory, branch: str | None = None) -> ExportEvents:
     tips = memory.ledger.memory_refs()
     with memory.backend.streaming():  # every commit and its envelopes, read once
         rows = _walk(memory, tips)
-    tree = memory.ledger.payload_tree()
+    tree = memory.ledger.payload_roots()
     ids = rows.all_ids()
     # an event met in several commits is the one met first
     first = np.unique(ids, return_index=True)[1]
@@ -139,9 +140,9 @@ def export_events(memory: Memory, branch: str | None = None) -> ExportEvents:
 
 
 def _payloads(
-    memory: Memory, tree: str | None, ids: NDArray[np.bytes_], width: int
+    memory: Memory, tree: Roots | None, ids: NDArray[np.bytes_], width: int
 ) -> tuple[NDArray[np.uint8], NDArray[np.int8]]:
-    """Per id: its payload's blob in store tree ``tree`` and whether it has
+    """Per id: its payload's blob in store ``tree`` and whether it has
     one (1) or not (0), from one listing of the store: each fan-out
     directory is read once (a lookup per event reads one of ~3,900 entries
     each time). -1 where the listing cannot say: the store has entries of
@@ -282,7 +283,7 @@ def _walk(memory: Memory, tips: dict[str, str]) -> _Rows:
 
 
 def _redactions(
-    memory: Memory, tree: str | None, rows: _Rows, first: NDArray[np.intp]
+    memory: Memory, tree: Roots | None, rows: _Rows, first: NDArray[np.intp]
 ) -> tuple[set[str], list[tuple[int, Any]]]:
     """(the ids of redacted events, (row, target) of each redaction event not
     itself redacted), from the checked bodies of the redaction events among

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from gitmem.errors import FormatTooNewError
 from gitmem.memory.checkedevents import CheckedEvents
 from gitmem.memory.report import Problem, Report, error_text
 from gitmem.records import canonical, layout
@@ -15,54 +16,70 @@ from gitmem.storage.payloadlist import ABSENT, FOUND, UNKNOWN, PayloadListing
 
 if TYPE_CHECKING:
     from gitmem.memory.api import Memory
+    from gitmem.storage.payloads import Roots
 
 
-def store_tree(memory: Memory, report: Report) -> tuple[str | None, str | None]:
-    """(payload store commit, its tree) after checking the commit is a
-    snapshot of a format this version reads; the tree is None when there is
-    no store or it cannot be read."""
+def store_roots(memory: Memory, report: Report) -> tuple[str | None, Roots | None]:
+    """(payload store commit, the store as read) after checking that it and
+    its partitions are snapshots of a format this version reads; the store
+    is None when there is none or it cannot be read. A partition ref that
+    does not name what the store does (a write killed between the two) is
+    warned about: the next write sets it."""
     backend = memory.backend
     payload_tip = backend.read_ref(layout.PAYLOAD_REF)
-    tree: str | None = None
-    if payload_tip is not None:
-        try:
-            info = backend.read_commit(payload_tip)
-            tree = info.tree
-            if info.parents:
+    if payload_tip is None:
+        return None, None
+    try:
+        roots = memory.ledger.payload_roots(payload_tip)
+        assert roots is not None
+        for name, commit in {"": payload_tip, **roots.commits}.items():
+            if backend.read_commit(commit).parents:
+                what = f"partition {name}" if name else "commit"
                 report.problems.append(
                     Problem(
-                        "the payload store commit has parents (it must be a snapshot)",
+                        f"the payload store {what} has parents (it must be a snapshot)",
                         layout.PAYLOAD_REF,
                         payload_tip,
+                        commit,
                     )
                 )
-            if (
-                int(layout.parse_trailers(info.message).get(layout.FORMAT_TRAILER, "0") or 0)
-                > layout.FORMAT_VERSION
-            ):
-                report.problems.append(
-                    Problem(
-                        "the payload store was written by a newer format",
-                        layout.PAYLOAD_REF,
-                        payload_tip,
-                    )
-                )
-                tree = None
-        except Exception as exc:
-            report.problems.append(
-                Problem(
-                    f"payload store commit unreadable: {error_text(exc)}",
-                    layout.PAYLOAD_REF,
-                    payload_tip,
-                    payload_tip,
-                )
+    except FormatTooNewError:
+        report.problems.append(
+            Problem(
+                "the payload store was written by a newer format", layout.PAYLOAD_REF, payload_tip
             )
-    return payload_tip, tree
+        )
+        return payload_tip, None
+    except Exception as exc:
+        report.problems.append(
+            Problem(
+                f"payload store commit unreadable: {error_text(exc)}",
+                layout.PAYLOAD_REF,
+                payload_tip,
+                payload_tip,
+            )
+        )
+        return payload_tip, None
+    if roots.tip != roots.commits.get(layout.LEGACY_PARTITION):  # format 2: partition refs
+        refs = backend.list_refs(layout.PARTITION_PREFIX)
+        wanted = {layout.partition_ref(n): c for n, c in roots.commits.items()}
+        for ref in sorted(refs.keys() | wanted.keys()):
+            if refs.get(ref) != wanted.get(ref):
+                report.warnings.append(
+                    Problem(
+                        "partition ref does not match the payload store (a write was "
+                        "interrupted; the next write sets it)",
+                        ref,
+                        refs.get(ref),
+                        wanted.get(ref),
+                    )
+                )
+    return payload_tip, roots
 
 
 def check_payloads(
     memory: Memory,
-    tree: str | None,
+    tree: Roots | None,
     checked: CheckedEvents,
     report: Report,
     *,
@@ -71,7 +88,7 @@ def check_payloads(
     known: Mapping[str, str] | None = None,
     listing: PayloadListing | None = None,
 ) -> dict[str, str]:
-    """Check the payload of every event in ``checked`` against store tree
+    """Check the payload of every event in ``checked`` against store
     ``tree``: present and matching its envelope, or, for a redacted event,
     really gone; and every redaction names an event. Returns the redactions
     among ``checked`` (target -> redaction id).
@@ -118,7 +135,7 @@ def check_payloads(
 
 def _check_gone(
     memory: Memory,
-    tree: str | None,
+    tree: Roots | None,
     eid: str,
     ref: str,
     commit: str,
@@ -129,10 +146,7 @@ def _check_gone(
     whether it is there, when already known)."""
     try:
         if present is None:
-            present = (
-                tree is not None
-                and memory.backend.read_path(tree, layout.payload_path(eid)) is not None
-            )
+            present = memory.ledger.locate(tree, eid) is not None
         still_there = present
     except Exception as exc:
         report.problems.append(
@@ -157,7 +171,7 @@ def _check_gone(
         )
 
 
-def _safe_body(ledger: Any, tree: str | None, eid: str) -> Any:
+def _safe_body(ledger: Any, tree: Roots | None, eid: str) -> Any:
     try:
         return ledger.body(tree, eid)
     except Exception:
@@ -166,7 +180,7 @@ def _safe_body(ledger: Any, tree: str | None, eid: str) -> Any:
 
 def _check_payload(
     memory: Memory,
-    tree: str | None,
+    tree: Roots | None,
     eid: str,
     payload: dict[str, Any],
     ref: str,
@@ -243,9 +257,14 @@ def _check_payload(
         )
 
 
-def check_store(memory: Memory, tree: str, checked: CheckedEvents, report: Report) -> None:
+def check_store(memory: Memory, roots: Roots, checked: CheckedEvents, report: Report) -> None:
     """Check the store itself: every attachment's bytes match its name, and
     warn about payloads no event in ``checked`` claims."""
+    for name in sorted(roots.trees):
+        _check_partition(memory, roots.trees[name], checked, report)
+
+
+def _check_partition(memory: Memory, tree: str, checked: CheckedEvents, report: Report) -> None:
     backend = memory.backend
     sub = backend.read_path(tree, "b")
     if sub is not None:

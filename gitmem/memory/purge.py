@@ -34,6 +34,7 @@ secret must still be rotated.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from collections.abc import Iterable, Mapping
@@ -134,6 +135,26 @@ def _is_payload_mirror(ref: str) -> bool:
     return _is_mirror_of(ref, layout.PAYLOAD_REF)
 
 
+def _is_partition_mirror(ref: str) -> bool:
+    """``refs/edda-remotes/<key>/store/<partition>``."""
+    rest = ref[len(layout.MIRROR_ROOT) :]
+    key, sep, name = rest.partition("/")
+    return bool(key) and sep == "/" and layout.is_partition_ref(layout.REF_ROOT + name)
+
+
+def _is_base_mirror(ref: str) -> bool:
+    """A mirrored ``refs/edda/payloads-base`` or ``refs/edda/store-base/<partition>``."""
+    if _is_mirror_of(ref, layout.PAYLOAD_BASE_REF):
+        return True
+    rest = ref[len(layout.MIRROR_ROOT) :]
+    key, sep, name = rest.partition("/")
+    return (
+        bool(key)
+        and sep == "/"
+        and (layout.REF_ROOT + name).startswith(layout.PARTITION_BASE_PREFIX)
+    )
+
+
 def _is_mirror_of(ref: str, remote_ref: str) -> bool:
     rest = ref[len(layout.MIRROR_ROOT) :]
     key, sep, name = rest.partition("/")
@@ -162,13 +183,17 @@ def _store_blobs(memory: Memory, root: str) -> Iterable[tuple[str, str]]:
 
 def _live_blobs(memory: Memory) -> set[str]:
     """Every blob the local payload store uses now (bytes still needed)."""
-    root = memory.ledger.payload_tree()
-    return {oid for _, oid in _store_blobs(memory, root)} if root else set()
+    roots = memory.ledger.payload_roots()
+    if roots is None:
+        return set()
+    return {oid for tree in roots.trees.values() for _, oid in _store_blobs(memory, tree)}
 
 
 def _strip_mirrors(memory: Memory, listed: set[str]) -> int:
-    """Rewrite each mirror payload snapshot without the listed blobs the local
-    store does not use; return how many mirrors changed.
+    """Rewrite each mirrored payload snapshot (a partition, or a remote's
+    format-1 store) without the listed blobs the local store does not use,
+    then each mirrored store commit to name the rewritten partitions;
+    return how many mirror refs changed.
 
     The sync round that fetches a mirror is also the one that pushes against
     it, with a lease naming the value it fetched (not the ref's value at push
@@ -176,58 +201,82 @@ def _strip_mirrors(memory: Memory, listed: set[str]) -> int:
     rewritten here is therefore next read only after a fresh fetch has
     replaced it, and the compare-and-swap on the remote is unaffected.
     """
-    from gitmem.storage.backends.base import transact
+    from gitmem.storage.backends.base import EMPTY_TREE_MARK, edit_tree, transact
 
     if not listed:
         return 0
     backend = memory.backend
     refs = backend.list_refs(layout.MIRROR_ROOT)
-    # A mirrored payloads-base keeps the snapshot before the remote's current
-    # one reachable; it only helps the next transfer, so it goes.
-    bases = {r: tip for r, tip in refs.items() if _is_mirror_of(r, layout.PAYLOAD_BASE_REF)}
+    # A mirrored base keeps the snapshot before the remote's current one
+    # reachable; it only helps the next transfer, so it goes.
+    bases = {r: tip for r, tip in refs.items() if _is_base_mirror(r)}
     if bases:
         run_git(
             ["update-ref", "--stdin"],
             memory.location.cwd,
             "".join(f"delete {r} {tip}\n" for r, tip in bases.items()).encode(),
         )
-    mirrors = [r for r in refs if _is_payload_mirror(r)]
-    if not mirrors:
+    snapshots = sorted(r for r in refs if _is_partition_mirror(r) or _is_payload_mirror(r))
+    if not snapshots:
         return 0
     live: set[str] | None = None
     objects_dir = os.path.join(memory.location.common_path, "objects")
+    replaced: dict[str, str] = {}  # partition commit -> its rewrite
     rewritten = 0
-    for ref in mirrors:
 
-        def build(current: Mapping[str, str | None], ref: str = ref) -> dict[str, str | None]:
-            nonlocal live
-            tip = current[ref]
-            if tip is None:
-                return {ref: None}
-            info = backend.read_commit(tip)
-            check_format(info.message, f"the mirrored payload store {ref}")
-            drop = [(path, oid) for path, oid in _store_blobs(memory, info.tree) if oid in listed]
-            if drop and live is None:
-                live = _live_blobs(memory)
-            changes: dict[str, str | None] = {
-                path: None for path, oid in drop if oid not in (live or set())
-            }
-            if not changes:
-                return {ref: tip}
-            batch = ObjectBatch()
-            new = memory.ledger.payload_snapshot(batch, info.tree, changes)
-            skip = [oid for oid in batch.objects if backend.has_object(oid)]
-            batch.write(objects_dir, fsync=memory.ledger.fsync, skip=skip)
-            return {ref: new}
+    def write(batch: ObjectBatch) -> None:
+        skip = [oid for oid in batch.objects if backend.has_object(oid)]
+        batch.write(objects_dir, fsync=memory.ledger.fsync, skip=skip)
 
-        before = backend.read_ref(ref)
-        try:
-            after = transact(backend, [ref], build)[ref]
-        except GitmemError:
-            # Not a readable store of a format we know (it is the remote's
-            # data): leave it. What it holds stays reachable, stays listed.
-            continue
-        rewritten += after != before
+    def strip(current: Mapping[str, str | None], ref: str) -> dict[str, str | None]:
+        nonlocal live
+        tip = current[ref]
+        if tip is None:
+            return {ref: None}
+        info = backend.read_commit(tip)
+        check_format(info.message, f"the mirrored payload store {ref}")
+        if any(e.mode == layout.MODE_GITLINK for e in backend.read_tree(info.tree)):
+            return {ref: tip}  # a store commit: renamed below, once its partitions are
+        drop = [(path, oid) for path, oid in _store_blobs(memory, info.tree) if oid in listed]
+        if drop and live is None:
+            live = _live_blobs(memory)
+        changes: dict[str, str | None] = {
+            path: None for path, oid in drop if oid not in (live or set())
+        }
+        if not changes:
+            return {ref: tip}
+        batch = ObjectBatch()
+        tree = edit_tree(backend, batch, info.tree, changes)
+        tree = batch.tree([]) if tree == EMPTY_TREE_MARK else tree
+        new = batch.commit(tree, [], info.message, 0)
+        write(batch)
+        replaced[tip] = new
+        return {ref: new}
+
+    def rename(current: Mapping[str, str | None], ref: str) -> dict[str, str | None]:
+        tip = current[ref]
+        if tip is None:
+            return {ref: None}
+        info = backend.read_commit(tip)
+        entries = backend.read_tree(info.tree)
+        if not any(e.oid in replaced for e in entries if e.mode == layout.MODE_GITLINK):
+            return {ref: tip}
+        batch = ObjectBatch()
+        tree = batch.tree([(e.name, e.mode, replaced.get(e.oid, e.oid)) for e in entries])
+        new = batch.commit(tree, list(info.parents), info.message, 0)
+        write(batch)
+        return {ref: new}
+
+    for step in (strip, rename):
+        for ref in snapshots:
+            before = backend.read_ref(ref)
+            try:
+                after = transact(backend, [ref], functools.partial(step, ref=ref))[ref]
+            except GitmemError:
+                # Not a readable store of a format we know (it is the remote's
+                # data): leave it. What it holds stays reachable, stays listed.
+                continue
+            rewritten += after != before
     return rewritten
 
 

@@ -61,7 +61,7 @@ def capsule_events(memory: Memory, capsule: str) -> list[Event]:
                 seen.add(parent)
                 infos[parent] = backend.read_commit(parent)
                 heapq.heappush(queue, (-infos[parent].time, parent, ref))
-    tree = ledger.payload_tree()
+    tree = ledger.payload_roots()
     redacted = ledger.redaction_targets([tree]) if found else set()
     events = []
     for eid, (envelope, ref, oid) in found.items():

@@ -45,6 +45,7 @@ from gitmem.storage.payloads import FlatDirectory, flat_directory
 
 if TYPE_CHECKING:
     from gitmem.memory.api import Memory
+    from gitmem.storage.payloads import Roots
 
 VERIFY_DIR = "verify"
 RECORD = "record.json"
@@ -208,15 +209,33 @@ def plan(memory: Memory, record: Verified, refs: dict[str, str]) -> Plan | str:
 
 def payload_changes(
     memory: Memory,
-    old_tree: str | None,
-    new_tree: str | None,
+    old_store: Roots | None,
+    new_store: Roots | None,
     prefix: str,
     added: Collection[str] = (),
 ) -> list[tuple[str, str | None, str | None]]:
     """(name, old blob, new blob) of every entry under ``prefix`` (``p`` or
-    ``b``) that differs between two payload-store trees, by name; only the
-    fan-out directories whose ids differ are read. ``added``: the events
-    whose payloads are expected to be new (see :func:`_gained`)."""
+    ``b``) that differs between the same partition of two payload stores,
+    by name; only the partitions, and in them the fan-out directories,
+    whose ids differ are read. ``added``: the events whose payloads are
+    expected to be new (see :func:`_gained`)."""
+    old = old_store.trees if old_store else {}
+    new = new_store.trees if new_store else {}
+    changes: list[tuple[str, str | None, str | None]] = []
+    for name in sorted(old.keys() | new.keys()):
+        if old.get(name) != new.get(name):
+            changes.extend(_partition_changes(memory, old.get(name), new.get(name), prefix, added))
+    changes.sort(key=lambda c: c[0])
+    return changes
+
+
+def _partition_changes(
+    memory: Memory,
+    old_tree: str | None,
+    new_tree: str | None,
+    prefix: str,
+    added: Collection[str],
+) -> list[tuple[str, str | None, str | None]]:
     backend = memory.backend
     old_root = backend.read_path(old_tree, prefix) if old_tree else None
     new_root = backend.read_path(new_tree, prefix) if new_tree else None
@@ -231,7 +250,6 @@ def payload_changes(
             (change.path.rsplit("/", 1)[-1], change.old, change.new)
             for change in backend.diff_trees(old_root, new_root)
         ]
-    changes.sort(key=lambda c: c[0])
     return changes
 
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from gitmem.memory import verified
 from gitmem.memory.chaincheck import check_chain, check_commits
 from gitmem.memory.checkedevents import CheckedEvents
-from gitmem.memory.payloadcheck import check_payloads, check_store, store_tree
+from gitmem.memory.payloadcheck import check_payloads, check_store, store_roots
 from gitmem.memory.report import Problem, Report, error_text
 from gitmem.records import canonical, layout
 from gitmem.storage import spool
@@ -39,6 +39,7 @@ from gitmem.storage.payloadlist import listed
 
 if TYPE_CHECKING:
     from gitmem.memory.api import Memory
+    from gitmem.storage.payloads import Roots
 
 
 def verify(memory: Memory, *, incremental: bool = False) -> Report:
@@ -75,7 +76,7 @@ def _full(memory: Memory, report: Report, refs: dict[str, str]) -> None:
     with backend.streaming():
         for ref, tip in refs.items():
             check_chain(memory, ref, tip, report, checked, seen_commits)
-    payload_tip, tree = store_tree(memory, report)
+    payload_tip, tree = store_roots(memory, report)
     listing = listed(backend, tree)
     with backend.streaming() if listing is not None else nullcontext():
         redactions = check_payloads(memory, tree, checked, report, listing=listing)
@@ -112,7 +113,7 @@ def _incremental(
     if again is not None:
         report.fallback = f"event {again} was verified before (in another commit)"
         return False
-    payload_tip, tree = store_tree(memory, report)
+    payload_tip, tree = store_roots(memory, report)
     old_tree = _old_store(memory, record)
     if record.payloads is not None and old_tree is None:
         report.fallback = "the payload store verified last time is gone"
@@ -142,11 +143,11 @@ def _incremental(
     return True
 
 
-def _old_store(memory: Memory, record: verified.Verified) -> str | None:
+def _old_store(memory: Memory, record: verified.Verified) -> Roots | None:
     if record.payloads is None:
         return None
     try:
-        return memory.ledger.payload_tree(record.payloads)
+        return memory.ledger.payload_roots(record.payloads)
     except Exception:  # pruned since: nothing to compare with
         return None
 
@@ -154,8 +155,8 @@ def _old_store(memory: Memory, record: verified.Verified) -> str | None:
 def _store_changes(
     memory: Memory,
     report: Report,
-    old: str | None,
-    new: str | None,
+    old: Roots | None,
+    new: Roots | None,
     payloads: list[tuple[str, str | None, str | None]],
     checked: CheckedEvents,
     record: verified.Verified,

@@ -4,7 +4,10 @@ Refs::
 
     refs/edda/branches/<escaped branch>   event chain of one git branch
     refs/edda/detached                    event chain written on a detached HEAD
-    refs/edda/payloads                    the payload store (one parentless commit)
+    refs/edda/payloads                    the payload store: a parentless commit
+                                          naming its partitions (format 2)
+    refs/edda/store/<partition>           one partition of the store: the payloads
+                                          of one ISO week of event time
     refs/edda-remotes/<remote>/...        private mirror of a remote's refs/edda/* (sync)
 
 Besides event commits a chain holds fork commits (a branch's memory starts
@@ -15,7 +18,9 @@ An event commit's tree holds only the events it adds::
     events/000000   envelope blob (canonical JSON)
     events/000001   ...
 
-The payload store's tree::
+The payload store's tree holds one gitlink (mode 160000) per partition,
+named ``<yyyy>-W<ww>`` (or ``format1``: a whole format-1 store, kept as it
+was), pointing at the partition's commit. A partition's tree::
 
     p/<id[:2]>/<id>          stored body of event <id> (canonical JSON)
     b/<sha[:2]>/<sha256>     an attachment: one large string, stored once
@@ -29,7 +34,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~9 ms to import: not on the hook path
     from typing import Any
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # the newest storage format this gitmem reads and writes
+CHAIN_FORMAT = 1  # event chains did not change in format 2: older readers still read them
+STORE_FORMAT = 2  # the payload store's root, its partitions and their bases
 REF_ROOT = "refs/edda/"
 BRANCH_PREFIX = "refs/edda/branches/"
 DETACHED_REF = "refs/edda/detached"
@@ -38,6 +45,14 @@ PAYLOAD_REF = "refs/edda/payloads"
 # push replaced (spec/sync.md, "Incremental transfer"), so that git sends
 # only what the new snapshot adds. Never read as memory.
 PAYLOAD_BASE_REF = "refs/edda/payloads-base"
+# One partition of the payload store per ISO week of event time (format 2):
+# a sync rewrites, sends and checks the week it adds to, whatever the size
+# of the store (spec/storage.md §9).
+PARTITION_PREFIX = "refs/edda/store/"
+# On a remote only, beside a partition: as PAYLOAD_BASE_REF for one partition.
+PARTITION_BASE_PREFIX = "refs/edda/store-base/"
+LEGACY_PARTITION = "format1"  # a format-1 store, kept whole as one partition
+MODE_GITLINK = 0o160000
 EVENTS_DIR = "events"
 FORMAT_TRAILER = "Edda-Format"
 COUNT_TRAILER = "Edda-Events"
@@ -112,7 +127,7 @@ def merge_message(parents: int) -> str:
     same parents give the same commit on every clone."""
     return (
         f"merge {parents} memory heads\n\n"
-        f"{FORMAT_TRAILER}: {FORMAT_VERSION}\n{MERGE_TRAILER}: {parents}\n"
+        f"{FORMAT_TRAILER}: {CHAIN_FORMAT}\n{MERGE_TRAILER}: {parents}\n"
     )
 
 
@@ -127,7 +142,7 @@ def fork_message(
         subject = f"fork {branch} from {source}" if source else f"start {branch}"
         if code:
             subject += f" at {code[:12]}"
-    lines = [f"{FORMAT_TRAILER}: {FORMAT_VERSION}", f"{BRANCH_TRAILER}: {branch}"]
+    lines = [f"{FORMAT_TRAILER}: {CHAIN_FORMAT}", f"{BRANCH_TRAILER}: {branch}"]
     if renamed_from:
         lines.append(f"{RENAMED_TRAILER}: {renamed_from}")
     if source:
@@ -155,7 +170,7 @@ def commit_message(envelopes: list[dict[str, Any]], branch: str | None) -> str:
                 types.append(env["type"])
         shown = ", ".join(types[:5]) + (", …" if len(types) > 5 else "")
         subject = f"{len(envelopes)} events ({shown}) on {where}"
-    return f"{subject}\n\n{FORMAT_TRAILER}: {FORMAT_VERSION}\n{COUNT_TRAILER}: {len(envelopes)}\n"
+    return f"{subject}\n\n{FORMAT_TRAILER}: {CHAIN_FORMAT}\n{COUNT_TRAILER}: {len(envelopes)}\n"
 
 
 def parse_trailers(message: str) -> dict[str, str]:
@@ -167,6 +182,46 @@ def parse_trailers(message: str) -> dict[str, str]:
         if sep and key and " " not in key:
             trailers[key] = value.strip()
     return trailers
+
+
+def partition_of(time_us: int) -> str:
+    """The partition of an event at ``time_us`` (µs since the epoch, UTC):
+    its ISO week, ``<yyyy>-W<ww>``."""
+    import datetime
+
+    moment = datetime.datetime(1970, 1, 1) + datetime.timedelta(microseconds=time_us)
+    year, week, _ = moment.isocalendar()
+    return f"{year:04d}-W{week:02d}"
+
+
+def is_partition(name: str) -> bool:
+    """Whether ``name`` names a partition: an ISO week that exists, or
+    :data:`LEGACY_PARTITION`."""
+    if name == LEGACY_PARTITION:
+        return True
+    if len(name) != 8 or name[4:6] != "-W" or not (name[:4] + name[6:]).isdigit():
+        return False
+    if not name.isascii():
+        return False
+    import datetime
+
+    try:
+        datetime.date.fromisocalendar(int(name[:4]), int(name[6:]), 1)
+    except ValueError:
+        return False
+    return True
+
+
+def partition_ref(name: str) -> str:
+    return PARTITION_PREFIX + name
+
+
+def partition_base_ref(name: str) -> str:
+    return PARTITION_BASE_PREFIX + name
+
+
+def is_partition_ref(ref: str) -> bool:
+    return ref.startswith(PARTITION_PREFIX) and is_partition(ref[len(PARTITION_PREFIX) :])
 
 
 def payload_path(event_id: str) -> str:

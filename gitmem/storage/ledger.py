@@ -15,14 +15,15 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gitmem.errors import ConflictError
 from gitmem.records import layout
 from gitmem.storage import maintenance, spool, spoolflush
-from gitmem.storage.backends.base import EMPTY_TREE_MARK, Backend, edit_tree, transact
+from gitmem.storage.backends.base import Backend, transact
 from gitmem.storage.eventchain import ChainReader, Sealed, check_format, event_commit
 from gitmem.storage.locate import RepoLocation
 from gitmem.storage.lock import writer_lock
 from gitmem.storage.objects import ObjectBatch
-from gitmem.storage.payloads import PayloadMerge, PayloadStore
+from gitmem.storage.payloads import PayloadMerge, PayloadStore, Roots, StoreUpdate
 from gitmem.storage.purgelist import add_to_purge_list
 from gitmem.storage.spoolflush import FlushResult
 
@@ -84,14 +85,7 @@ class Ledger(ChainReader, PayloadStore):
 
         stored = [s for s in [*events, *restore_payloads] if s.body is not None]
         if stored:
-
-            def build_payloads(current: Mapping[str, str | None]) -> dict[str, str | None]:
-                batch = ObjectBatch()
-                tip, _ = self.payload_commit(batch, current[layout.PAYLOAD_REF], stored, ())
-                self.write_objects(batch)
-                return {layout.PAYLOAD_REF: tip}
-
-            transact(self.backend, [layout.PAYLOAD_REF], build_payloads)
+            self._move_store(lambda batch, tip: self.payload_commit(batch, tip, stored, ())[0])
 
         made: dict[str, str] = {}
         if groups:
@@ -122,19 +116,55 @@ class Ledger(ChainReader, PayloadStore):
         if remove_payloads:
             removed_blobs: list[str] = []
 
-            def build_removal(current: Mapping[str, str | None]) -> dict[str, str | None]:
-                batch = ObjectBatch()
-                tip, removed = self.payload_commit(
-                    batch, current[layout.PAYLOAD_REF], (), remove_payloads
-                )
-                self.write_objects(batch)
+            def removal(batch: ObjectBatch, tip: str | None) -> StoreUpdate:
+                update, removed = self.payload_commit(batch, tip, (), remove_payloads)
                 removed_blobs[:] = removed
-                return {layout.PAYLOAD_REF: tip}
+                return update
 
-            transact(self.backend, [layout.PAYLOAD_REF], build_removal)
+            self._move_store(removal)
             if removed_blobs:
                 add_to_purge_list(self.state_dir, removed_blobs)
         return {ref: made[ref] for ref in groups}
+
+    def _move_store(
+        self, compute: Callable[[ObjectBatch, str | None], StoreUpdate | None]
+    ) -> str | None:
+        """Move the payload store to what ``compute`` makes of its current
+        commit (None: unchanged), with the partition refs that keep its
+        partitions reachable. Caller holds the writer lock, under which
+        nothing else moves these refs. Returns the store's commit.
+
+        The store commit is what readers follow; the refs under
+        ``refs/edda/store/`` only keep each partition reachable (and make git
+        transfer it). Every move also sets any of them that a killed move
+        left behind (git moves several refs one at a time)."""
+        old = self.backend.read_ref(layout.PAYLOAD_REF)
+        batch = ObjectBatch()
+        update = compute(batch, old)
+        tip = old if update is None else update.tip
+        commits = update.commits if update is not None else {}
+        if update is None:
+            roots = self.payload_roots(old) if old else None
+            commits = dict(roots.commits) if roots else {}
+        wanted = {layout.partition_ref(name): oid for name, oid in commits.items()}
+        existing = self.backend.list_refs(layout.PARTITION_PREFIX)
+        stale = sorted(
+            ref for ref in wanted.keys() | existing.keys() if wanted.get(ref) != existing.get(ref)
+        )
+        if tip == old and not stale:
+            return tip
+        self.write_objects(batch)
+
+        def build(current: Mapping[str, str | None]) -> dict[str, str | None]:
+            if current[layout.PAYLOAD_REF] != old:
+                raise ConflictError(
+                    "the payload store moved during a write",
+                    "another writer did not take gitmem's lock; run the command again",
+                )
+            return {layout.PAYLOAD_REF: tip, **{ref: wanted.get(ref) for ref in stale}}
+
+        transact(self.backend, [layout.PAYLOAD_REF, *stale], build)
+        return tip
 
     def write_objects(self, batch: ObjectBatch) -> None:
         """Write a transaction's new objects (before any ref moves)."""
@@ -167,7 +197,7 @@ class Ledger(ChainReader, PayloadStore):
         after = transact(self.backend, [ref], build)[ref]
         return seen["before"], after
 
-    def redaction_targets(self, trees: Sequence[str | None]) -> set[str]:
+    def redaction_targets(self, trees: Sequence[Roots | None]) -> set[str]:
         """Ids named by every redaction event in every chain; each redaction's
         body is looked up in ``trees`` (payload store roots) in turn. Only
         the commits added since the last call are read
@@ -191,21 +221,17 @@ class Ledger(ChainReader, PayloadStore):
         payloads removed).
         """
         merged = [PayloadMerge({}, [], 0, 0)]
+        other = self.payload_roots(other_tip) if other_tip else None
 
-        def build(current: Mapping[str, str | None]) -> dict[str, str | None]:
-            root = self.payload_tree(current[layout.PAYLOAD_REF])
-            other = self.payload_tree(other_tip) if other_tip else None
-            merge = self.merge_changes(root, other, redacted, skip)
-            merged[:] = [merge]
-            if not merge.changes:
-                return {layout.PAYLOAD_REF: current[layout.PAYLOAD_REF]}
-            batch = ObjectBatch()
-            # a clone that only receives ends with the fetched store's tree
-            tip = self.payload_snapshot(batch, root, merge.changes, like=other)
-            self.write_objects(batch)
-            return {layout.PAYLOAD_REF: tip}
+        def merge(batch: ObjectBatch, tip: str | None) -> StoreUpdate | None:
+            root = self.payload_roots(tip) if tip else None
+            merged[0] = self.merge_changes(root, other, redacted, skip)
+            if not merged[0].changes:
+                return None
+            # a clone that only receives ends with the fetched partitions' trees
+            return self.payload_snapshot(batch, root, merged[0].changes, like=other)
 
-        transact(self.backend, [layout.PAYLOAD_REF], build)
+        self._move_store(merge)
         if merged[0].unreachable:
             add_to_purge_list(self.state_dir, merged[0].unreachable)
         return merged[0].added, merged[0].removed
@@ -229,19 +255,19 @@ class Ledger(ChainReader, PayloadStore):
         """
         if not drop and (other_tip is None or other_tip == tip):
             return tip
-        root = self.payload_tree(tip) if tip else None
-        other = self.payload_tree(other_tip) if other_tip else None
-        leaving = [e for e in drop if other is None or self.stored_body(other, e) is None]
+        root = self.payload_roots(tip) if tip else None
+        other = self.payload_roots(other_tip) if other_tip else None
+        leaving = [e for e in drop if self.locate(other, e) is None]
         changes, _ = self.removal(root, leaving)
         self.adopt(root, other, changes, redacted)
         if not changes:
             return tip
         batch = ObjectBatch()
-        if other is None and edit_tree(self.backend, batch, root, changes) == EMPTY_TREE_MARK:
+        update = self.payload_snapshot(batch, root, changes, like=other)
+        if other is None and update.empty:
             return None  # nothing to send to a remote that has no store yet
-        snapshot = self.payload_snapshot(batch, root, changes, like=other)
         self.write_objects(batch)
-        return snapshot
+        return update.tip
 
     def append(self, events: Sequence[Sealed]) -> dict[str, str]:
         """Commit sealed events under the writer lock (first flushing the spool,

@@ -1,7 +1,7 @@
 """Every payload of a store snapshot in one pass: for readers of most bodies.
 
-A body is found by its path, ``p/<id[0:2]>/<id>``, which parses that
-fan-out directory (at a million events, ~3,900 entries, 3.8 ms) unless
+A body is found by its path in its partition, ``p/<id[0:2]>/<id>``, which
+parses that fan-out directory (at a million events, ~3,900 entries, 3.8 ms) unless
 libgit2 keeps it cached. A pass that reads most bodies once (an export, an
 index build) lists the store instead: each directory read once into two
 arrays, every event id sorted and its blob beside it, and a body is then
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from gitmem.storage.backends.base import Backend
+    from gitmem.storage.payloads import Roots
 
 FOUND, ABSENT, UNKNOWN = 1, 0, -1
 """What :meth:`PayloadListing.find` says of an id."""
@@ -106,14 +107,33 @@ def payload_listing(backend: Backend, tree: str | None, width: int) -> PayloadLi
     return PayloadListing(every, np.concatenate(oids))
 
 
-def listed(backend: Backend, tree: str | None) -> PayloadListing | None:
-    """The listing of store tree ``tree``, read with the object cache off
-    (each directory is read once), or None: no store, one the listing cannot
-    read, or an unreadable directory (a reader by path then reports it)."""
-    if tree is None:
+def listed(backend: Backend, roots: Roots | None) -> PayloadListing | None:
+    """The listing of every partition of store ``roots``, read with the
+    object cache off (each directory is read once), or None: no store, one
+    the listing cannot read, an unreadable directory or an id in two
+    partitions (a reader by path then decides, and reports)."""
+    if roots is None:
         return None
+    import numpy as np
+
     with backend.streaming():
         try:
-            return payload_listing(backend, tree, len(tree) // 2)
+            parts = []
+            for name in sorted(roots.trees):
+                tree = roots.trees[name]
+                part = payload_listing(backend, tree, len(tree) // 2)
+                if part is None:
+                    return None
+                parts.append(part)
         except GitError:
             return None
+    if len(parts) == 1:
+        return parts[0]
+    if not parts:
+        return None
+    names = np.concatenate([p.names for p in parts])
+    order = np.argsort(names, kind="stable")
+    names = names[order]
+    if len(names) > 1 and not (names[1:] > names[:-1]).all():
+        return None
+    return PayloadListing(names, np.concatenate([p.oids for p in parts])[order])

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from gitmem.storage.eventchain import check_format
 from gitmem.storage.files import write_atomic
+from gitmem.storage.payloads import Roots
 
 if TYPE_CHECKING:
     from gitmem.storage.ledger import Ledger
@@ -116,7 +117,7 @@ def _all_commits(ledger: Ledger, tips: Sequence[str]) -> Iterable[str]:
     return ledger.backend.commits_between(list(tips), []) if tips else []
 
 
-def targets(ledger: Ledger, trees: Sequence[str | None]) -> set[str]:
+def targets(ledger: Ledger, trees: Sequence[Roots | None]) -> set[str]:
     """Every id a redaction event in the chains names, each redaction's body
     looked up in ``trees`` (payload-store roots) in turn; bodies found are
     remembered (a redaction's body is pinned by its envelope)."""

@@ -39,9 +39,11 @@ from gitmem.records.validate import (
 )
 from gitmem.storage import clock
 from gitmem.storage.eventchain import check_format
+from gitmem.storage.payloads import week_of
 
 if TYPE_CHECKING:
     from gitmem.memory.api import Memory
+    from gitmem.storage.payloads import Roots
 
 
 @dataclass
@@ -79,7 +81,9 @@ def check_fetched(
         why = memory_ref_problem(ref)
         if why:
             raise _refuse(remote, f"ref {ref}", why)
-        if not (layout.is_chain_ref(ref) or ref == layout.PAYLOAD_REF):
+        if not (
+            layout.is_chain_ref(ref) or ref == layout.PAYLOAD_REF or layout.is_partition_ref(ref)
+        ):
             continue  # unknown refs are never merged
         try:
             info = backend.read_commit(tip)
@@ -117,8 +121,8 @@ def check_fetched(
             if envelope["type"] == "redaction":
                 result.redactions.add(envelope["id"])
 
-    theirs = _payload_tree(memory, mirror.get(layout.PAYLOAD_REF), remote)
-    ours = ledger.payload_tree()
+    ours = ledger.payload_roots()
+    theirs = _payload_roots(memory, mirror, remote, ours)
     redacted = ledger.redaction_targets([ours, theirs]) | _incoming_redactions(
         memory, checked, [theirs, ours]
     )
@@ -140,7 +144,7 @@ def check_fetched(
     for event_id in sorted(checked):
         if event_id in redacted or event_id in claimed:
             continue
-        if ours is None or backend.read_path(ours, layout.payload_path(event_id)) is None:
+        if ledger.locate(ours, event_id, checked.envelope(event_id).get("time")) is None:
             raise _refuse(
                 remote,
                 f"event {event_id[:12]}",
@@ -174,34 +178,69 @@ def _newer_format(message: str, where: str) -> None:
         check_format(message, where)
 
 
-def _payload_tree(memory: Memory, tip: str | None, remote: str) -> str | None:
-    """The fetched payload store's tree, after checking its shape."""
+def _payload_roots(
+    memory: Memory, mirror: dict[str, str], remote: str, ours: Roots | None
+) -> Roots | None:
+    """The fetched payload store, after checking its shape: a snapshot of
+    format 1, or a store commit whose partitions are the fetched partition
+    refs, each a snapshot. Partitions the local store holds alike were
+    checked when they came: a pull reads the weeks that changed."""
+    tip = mirror.get(layout.PAYLOAD_REF)
     if tip is None:
         return None
     backend = memory.backend
     what = f"payload store {tip}"
     try:
+        fmt = _snapshot_format(memory, tip, remote, what)
         info = backend.read_commit(tip)
-        if info.parents:
-            raise _refuse(remote, what, "it has parents (it must be a snapshot)")
-        fmt = layout.parse_trailers(info.message).get(layout.FORMAT_TRAILER)
-        if fmt is None or not (fmt.isascii() and fmt.isdigit()):
-            raise _refuse(remote, what, "it has no readable Edda-Format trailer")
-        for entry in backend.read_tree(info.tree):
-            if entry.name not in ("p", "b") or entry.mode != layout.MODE_TREE:
-                raise _refuse(remote, what, f"unexpected entry {entry.name!r}")
-            for fan in backend.read_tree(entry.oid):
-                if fan.mode != layout.MODE_TREE:
-                    raise _refuse(remote, what, f"{entry.name}/{fan.name} is not a directory")
+        if fmt == "1":
+            _check_snapshot_tree(memory, info.tree, remote, what)
+        else:
+            known = set(ours.commits.values()) if ours else set()
+            for entry in backend.read_tree(info.tree):
+                name = entry.name
+                if entry.mode != layout.MODE_GITLINK or not layout.is_partition(name):
+                    raise _refuse(remote, what, f"unexpected entry {name!r}")
+                ref = layout.partition_ref(name)
+                if mirror.get(ref) != entry.oid:
+                    raise _refuse(remote, what, f"partition {name} is not the remote's {ref}")
+                if entry.oid in known:
+                    continue
+                part = f"payload partition {name} ({entry.oid})"
+                _snapshot_format(memory, entry.oid, remote, part)
+                _check_snapshot_tree(memory, backend.read_commit(entry.oid).tree, remote, part)
+        return memory.ledger.payload_roots(tip)
     except GitmemError as exc:
         if isinstance(exc, RejectedError):
             raise
         raise _refuse(remote, what, exc.message) from None
-    return info.tree
+
+
+def _snapshot_format(memory: Memory, tip: str, remote: str, what: str) -> str:
+    """A fetched snapshot commit's format, after checking it has no parents."""
+    info = memory.backend.read_commit(tip)
+    if info.parents:
+        raise _refuse(remote, what, "it has parents (it must be a snapshot)")
+    fmt = layout.parse_trailers(info.message).get(layout.FORMAT_TRAILER)
+    if fmt is None or not (fmt.isascii() and fmt.isdigit()):
+        raise _refuse(remote, what, "it has no readable Edda-Format trailer")
+    _newer_format(info.message, f"{what} on {remote}")
+    return fmt
+
+
+def _check_snapshot_tree(memory: Memory, tree: str, remote: str, what: str) -> None:
+    """A snapshot's tree holds ``p/`` and ``b/`` of fan-out directories only."""
+    backend = memory.backend
+    for entry in backend.read_tree(tree):
+        if entry.name not in ("p", "b") or entry.mode != layout.MODE_TREE:
+            raise _refuse(remote, what, f"unexpected entry {entry.name!r}")
+        for fan in backend.read_tree(entry.oid):
+            if fan.mode != layout.MODE_TREE:
+                raise _refuse(remote, what, f"{entry.name}/{fan.name} is not a directory")
 
 
 def _incoming_redactions(
-    memory: Memory, checked: CheckedEvents, trees: list[str | None]
+    memory: Memory, checked: CheckedEvents, trees: list[Roots | None]
 ) -> set[str]:
     """Targets of the incoming redaction events (their bodies in either store)."""
     targets: set[str] = set()
@@ -229,15 +268,16 @@ def _local_envelopes(memory: Memory, wanted: set[str]) -> dict[str, dict[str, An
 
 
 def _check_payload(
-    memory: Memory, tree: str | None, envelope: dict[str, Any], remote: str, blob: str
+    memory: Memory, tree: Roots | None, envelope: dict[str, Any], remote: str, blob: str
 ) -> None:
     """The fetched payload of ``envelope`` (``blob`` in store ``tree``) is
     valid and is what the envelope pins."""
     event_id = envelope["id"]
     what = f"payload of event {event_id[:12]}"
+    partition = week_of(envelope.get("time"))
 
     def attachment(sha: str) -> bytes | None:
-        data = memory.ledger.attachment(tree, sha) if tree else None
+        data = memory.ledger.attachment(tree, sha, partition) if tree else None
         if data is not None and canonical.sha256_hex(data) != sha:
             raise _refuse(remote, what, f"attachment {sha[:12]} does not match its name")
         return data

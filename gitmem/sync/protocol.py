@@ -14,15 +14,16 @@ One round (spec/sync.md, "Sync protocol"):
    are left out;
 5. with ``pull``, merge the memory of branches whose code has been merged;
 6. push every local ref that ``edda.push`` selects (:mod:`gitmem.sync.selection`)
-   and the remote lacks or is behind on, without force (the payload store
-   with a lease on the value just fetched, and beside it
-   ``refs/edda/payloads-base``, whose parent is the snapshot it replaces, so
-   that git sends only what the snapshot adds); when the remote moved
-   meanwhile, go back to 2, up to ``attempts`` times.
+   and the remote lacks or is behind on, without force (the payload
+   partitions that changed and the store commit naming them, each with a
+   lease on the value just fetched, and beside each partition
+   ``refs/edda/store-base/<partition>``, whose parent is the partition it
+   replaces, so that git sends only what the partition adds); when the
+   remote moved meanwhile, go back to 2, up to ``attempts`` times.
 
 What a round reads grows with what is new, not with the store: the checks
-read the incoming commits only, the payload stores are compared by git's
-tree diff, and the redaction record, the fork records and the last code-merge
+read the incoming commits only, the payload stores are compared a
+partition at a time, only where they differ, by git's tree diff, and the redaction record, the fork records and the last code-merge
 detection are remembered in the state directory (spec/sync.md §7).
 """
 
@@ -48,6 +49,7 @@ from gitmem.sync.selection import push_mode, select_push
 
 if TYPE_CHECKING:
     from gitmem.memory.api import Memory
+    from gitmem.storage.payloads import Roots
 
 
 @dataclass(frozen=True)
@@ -191,11 +193,10 @@ def _merge_mirror(memory: Memory, mirror: dict[str, str], report: SyncReport) ->
             report.pulled.append(RefMove(ref, before, after, outcome, events))
         # the checks read every incoming envelope: the redaction record need not
         redactions.advance(ledger, local, checked.redactions)
-        local_payload = memory.backend.read_ref(layout.PAYLOAD_REF)
         redacted = ledger.redaction_targets(
             [
-                ledger.payload_tree(local_payload) if local_payload else None,
-                ledger.payload_tree(remote_payload) if remote_payload else None,
+                ledger.payload_roots(),
+                ledger.payload_roots(remote_payload) if remote_payload else None,
             ]
         )
         added, removed = ledger.merge_payloads(remote_payload, redacted, checked.skip_payloads)
@@ -229,43 +230,77 @@ def _fetched_redacted_blobs(memory: Memory, remote_payload: str, redacted: set[s
     """
     ledger = memory.ledger
     backend = memory.backend
-    theirs = ledger.payload_tree(remote_payload)
-    ours = ledger.payload_tree()
+    theirs = ledger.payload_roots(remote_payload)
+    ours = ledger.payload_roots()
     blobs: list[str] = []
     if theirs is None:
         return blobs
     for event_id in sorted(redacted):
-        blob = backend.read_path(theirs, layout.payload_path(event_id))
-        if blob is None:
-            continue
-        blobs.append(blob)
-        try:
-            stored = canonical.decode(backend.read_blob(blob))
-        except (GitmemError, ValueError):
-            continue  # the remote's bytes, not a body: no attachments to find
-        for sha in layout.attachment_refs(stored):
-            path = layout.attachment_path(sha)
-            oid = backend.read_path(theirs, path)
-            if oid is not None and (ours is None or backend.read_path(ours, path) is None):
-                blobs.append(oid)
+        for name in theirs.names():
+            tree = theirs.trees[name]
+            blob = backend.read_path(tree, layout.payload_path(event_id))
+            if blob is None:
+                continue
+            blobs.append(blob)
+            try:
+                stored = canonical.decode(backend.read_blob(blob))
+            except (GitmemError, ValueError):
+                continue  # the remote's bytes, not a body: no attachments to find
+            for sha in layout.attachment_refs(stored):
+                oid = backend.read_path(tree, layout.attachment_path(sha))
+                if oid is not None and oid not in _attachment_blobs(memory, ours, sha):
+                    blobs.append(oid)
     return blobs
 
 
-def _payload_base(memory: Memory, old: str | None, new: str) -> str | None:
-    """The ``refs/edda/payloads-base`` commit to push with snapshot ``new``
-    (see :meth:`gitmem.storage.payloads.PayloadStore.payload_base`); None on
-    a first push, which has no snapshot to build on."""
+def _attachment_blobs(memory: Memory, roots: Roots | None, sha: str) -> set[str]:
+    """The blobs store ``roots`` keeps attachment ``sha`` in (any partition)."""
+    if roots is None:
+        return set()
+    path = layout.attachment_path(sha)
+    found = (memory.backend.read_path(tree, path) for tree in roots.trees.values())
+    return {oid for oid in found if oid is not None}
+
+
+def _partition_base(memory: Memory, old: str | None, new: str) -> str | None:
+    """The ``refs/edda/store-base/<partition>`` commit to push with partition
+    commit ``new`` (see :meth:`gitmem.storage.payloads.PayloadStore.partition_base`);
+    None when the remote has no such partition, with nothing to build on."""
     if old is None:
         return None
     from gitmem.storage.objects import ObjectBatch
 
     batch = ObjectBatch()
     try:
-        base = memory.ledger.payload_base(batch, old, new)
+        base = memory.ledger.partition_base(batch, old, new)
     except GitmemError:
-        return None  # the remote's snapshot is unreadable here: push without a base
+        return None  # the remote's partition is unreadable here: push without a base
     memory.ledger.write_objects(batch)
     return base
+
+
+def _payload_leases(
+    memory: Memory, mirror: dict[str, str], payload: str
+) -> tuple[dict[str, str | None], dict[str, str]]:
+    """(ref -> the remote's value, ref -> what to push) that put store
+    ``payload`` on a remote whose refs are ``mirror``: the partitions that
+    differ, each with its base, then the store commit naming them."""
+    leases: dict[str, str | None] = {}
+    sources: dict[str, str] = {}
+    roots = memory.ledger.payload_roots(payload)
+    assert roots is not None
+    for name, commit in sorted(roots.commits.items()):
+        ref = layout.partition_ref(name)
+        if mirror.get(ref) == commit:
+            continue
+        leases[ref], sources[ref] = mirror.get(ref), commit
+        base = _partition_base(memory, mirror.get(ref), commit)
+        base_ref = layout.partition_base_ref(name)
+        if base is not None and mirror.get(base_ref) != base:
+            leases[base_ref], sources[base_ref] = mirror.get(base_ref), base
+    leases[layout.PAYLOAD_REF] = mirror.get(layout.PAYLOAD_REF)
+    sources[layout.PAYLOAD_REF] = payload  # may differ from the local store
+    return leases, sources
 
 
 def _push(
@@ -293,12 +328,7 @@ def _push(
     leases: dict[str, str | None] = {}
     sources: dict[str, str] = {}
     if payload is not None and mirror.get(layout.PAYLOAD_REF) != payload:
-        leases[layout.PAYLOAD_REF] = mirror.get(layout.PAYLOAD_REF)
-        sources[layout.PAYLOAD_REF] = payload  # may differ from the local store
-        base = _payload_base(memory, mirror.get(layout.PAYLOAD_REF), payload)
-        if base is not None and mirror.get(layout.PAYLOAD_BASE_REF) != base:
-            leases[layout.PAYLOAD_BASE_REF] = mirror.get(layout.PAYLOAD_BASE_REF)
-            sources[layout.PAYLOAD_BASE_REF] = base
+        leases, sources = _payload_leases(memory, mirror, payload)
     if not refs and not leases:
         return True
     # Payloads first: a remote never holds an event whose payload is missing.
@@ -336,10 +366,8 @@ def _push(
         updates.append(f"update {layout.mirror_ref(target.key, ref)} {after}\n")
     if leases and payload is not None:
         report.payloads_pushed = True
-        updates.append(f"update {layout.mirror_ref(target.key, layout.PAYLOAD_REF)} {payload}\n")
-    if layout.PAYLOAD_BASE_REF in sources:
-        base_mirror = layout.mirror_ref(target.key, layout.PAYLOAD_BASE_REF)
-        updates.append(f"update {base_mirror} {sources[layout.PAYLOAD_BASE_REF]}\n")
+        for ref, source in sources.items():
+            updates.append(f"update {layout.mirror_ref(target.key, ref)} {source}\n")
     # Record what the remote now holds, as git does for remote-tracking refs.
     run_git(["update-ref", "--stdin"], memory.location.cwd, "".join(updates).encode())
     return True

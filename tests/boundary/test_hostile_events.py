@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import capture_process, fsck, git, init_repo, make_repo, run_cli
+from conftest import capture_process, fsck, git, init_repo, make_repo, run_cli, store_snapshots
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -610,7 +610,7 @@ def test_reader_says_payload_does_not_match_instead_of_printing_it(tmp_path: Pat
     code, out, _ = run_cli(repo, "log", "--json")
     eid = json.loads(out)["events"][0]["id"]
     # swap the stored body for other bytes of the same size, behind gitmem's back
-    tree = git(repo, "rev-parse", f"{layout.PAYLOAD_REF}^{{tree}}").strip()
+    tree = git(repo, "rev-parse", f"{store_snapshots(repo)[0]}^{{tree}}").strip()
     path = layout.payload_path(eid)
     original = git(repo, "cat-file", "-p", f"{tree}:{path}")
     forged = original.replace("note 0", "FAKE 0")

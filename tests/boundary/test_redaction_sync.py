@@ -16,7 +16,18 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import cli, clone, git, init_repo, make_remote, object_bytes, ref_tip, run_cli
+from conftest import (
+    cli,
+    clone,
+    git,
+    init_repo,
+    make_remote,
+    object_bytes,
+    payload_blob_id,
+    ref_tip,
+    run_cli,
+    store_snapshots,
+)
 
 from gitmem.memory.api import Memory
 from gitmem.records import layout
@@ -63,7 +74,9 @@ def remote_leaks(remote: Path, *markers: str) -> list[str]:
 
 
 def payload_blob(repo: Path, event_id: str, ref: str = layout.PAYLOAD_REF) -> str:
-    return git(repo, "rev-parse", f"{ref}:{layout.payload_path(event_id)}").strip()
+    blob = payload_blob_id(repo, layout.payload_path(event_id), ref)
+    assert blob is not None
+    return blob
 
 
 def purge_list(repo: Path) -> set[str]:
@@ -77,8 +90,9 @@ def has_object(repo: Path, oid: str) -> bool:
 
 def store_holds(repo: Path, marker: str) -> bool:
     """Whether the current payload store (not history) holds ``marker``."""
-    proc = subprocess.run(["git", "grep", "-q", marker, layout.PAYLOAD_REF], cwd=repo)
-    return proc.returncode == 0
+    snapshots = store_snapshots(repo)
+    proc = subprocess.run(["git", "grep", "-q", marker, *snapshots], cwd=repo)
+    return bool(snapshots) and proc.returncode == 0
 
 
 def assert_verified(repo: Path) -> None:
@@ -240,7 +254,7 @@ def test_the_purge_list_keeps_an_id_while_a_ref_still_reaches_it(tmp_path: Path)
     git(repo, "config", "edda.fsync", "false")
     secret = note(repo, f"the token is {SECRET}")
     blob = payload_blob(repo, secret)
-    git(repo, "update-ref", "refs/backup/payloads", layout.PAYLOAD_REF)
+    git(repo, "update-ref", "refs/backup/payloads", store_snapshots(repo)[0])
     edda(repo, "redact", secret, "--reason", "leaked token")
 
     for _ in range(2):  # a second gc must not forget it either
