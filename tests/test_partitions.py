@@ -9,8 +9,19 @@ import datetime
 import json
 from pathlib import Path
 
-from conftest import cli, clone, fsck, git, init_repo, make_remote, payload_files, ref_tip
-from hypothesis import given
+import pytest
+from conftest import (
+    cli,
+    clone,
+    fsck,
+    git,
+    init_repo,
+    make_remote,
+    object_bytes,
+    payload_files,
+    ref_tip,
+)
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gitmem.capture.sealer import Draft
@@ -180,3 +191,79 @@ def test_a_fetched_store_must_name_the_fetched_partitions(tmp_path: Path) -> Non
     assert code == 4 and "partition 2025-W50" in err, err
     assert len(err.strip().splitlines()) <= 2  # one line, and its hint
     assert ref_tip(b, layout.PAYLOAD_REF) is None
+
+
+def test_a_format_1_remote_is_read_then_upgraded_by_the_first_push(tmp_path: Path) -> None:
+    """A remote a format-1 gitmem pushed to (one snapshot, a payloads base)
+    is pulled as it is; the first push names the snapshot as ``format1``
+    without sending it, and deletes the old base, which would keep a
+    redacted payload reachable there."""
+    remote = make_remote(tmp_path / "remote")
+    a = clone(remote.as_uri(), tmp_path / "a")
+    secret, kept = notes_on(a, [0, 7])
+    tree = git(a, "mktree", input=f"040000 tree {_merged_p(a)}\tp\n").strip()
+    legacy = git(a, "commit-tree", tree, input="gitmem payload store\n\nEdda-Format: 1\n").strip()
+    empty = git(a, "hash-object", "-t", "tree", "-w", "/dev/null").strip()
+    base = git(
+        a, "commit-tree", empty, "-p", legacy, input="gitmem payload base\n\nEdda-Format: 1\n"
+    )
+    git(a, "push", "-q", remote.as_uri(), "refs/edda/branches/main:refs/edda/branches/main",
+        f"{legacy}:{layout.PAYLOAD_REF}", f"{base.strip()}:{layout.PAYLOAD_BASE_REF}")  # fmt: skip
+
+    b = clone(remote.as_uri(), tmp_path / "b")
+    code, _, err = cli(b, "init", "--no-hooks")
+    assert code == 0, err
+    with Memory.open(b) as mem:
+        assert mem.get(kept).body["text"] == "day 7"
+        assert mem.verify().ok
+    notes_on(b, [21])
+    sync(b)
+    assert partitions(remote)[layout.LEGACY_PARTITION] == legacy
+    assert ref_tip(remote, layout.partition_ref(layout.LEGACY_PARTITION)) == legacy
+    assert ref_tip(remote, layout.PAYLOAD_BASE_REF) is None
+    assert ref_tip(b, layout.mirror_ref("origin", layout.PAYLOAD_BASE_REF)) is None
+
+    with Memory.open(b) as mem:
+        mem.redact(secret, "leak")
+    sync(b)
+    git(remote, "gc", "-q", "--prune=now")
+    assert b"day 0" not in object_bytes(remote)
+    assert b"day 7" in object_bytes(remote)
+
+
+@settings(
+    max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    days_a=st.lists(st.integers(0, 30), min_size=1, max_size=4),
+    days_b=st.lists(st.integers(0, 30), max_size=4),
+    redact=st.booleans(),
+)
+def test_clones_writing_in_any_weeks_converge(
+    tmp_path_factory: pytest.TempPathFactory, days_a: list[int], days_b: list[int], redact: bool
+) -> None:
+    """Two clones write in any weeks, one may redact; after syncs both ways
+    the stores are the same commits and every event reads its own body."""
+    root = tmp_path_factory.mktemp("converge")
+    remote = make_remote(root / "remote")
+    a = clone(remote.as_uri(), root / "a")
+    b = clone(remote.as_uri(), root / "b")
+    ids_a = notes_on(a, days_a)
+    sync(a)
+    sync(b)
+    ids_b = notes_on(b, days_b)
+    if redact:
+        with Memory.open(b) as mem:
+            mem.redact(ids_a[0], "leak")
+    for repo in (b, a, b):
+        sync(repo)
+    assert ref_tip(a, layout.PAYLOAD_REF) == ref_tip(b, layout.PAYLOAD_REF)
+    assert partitions(a) == partitions(b)
+    with Memory.open(a) as mem:
+        for i, d in zip([*ids_a, *ids_b], [*days_a, *days_b], strict=True):
+            event = mem.get(i)
+            if redact and i == ids_a[0]:
+                assert event.redacted and event.body is None
+            else:
+                assert event.body["text"] == f"day {d}"
+        assert mem.verify().ok

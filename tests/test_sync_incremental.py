@@ -197,26 +197,33 @@ hex_ids = st.sets(st.sampled_from([f"{a}{b}{'0' * 30}" for a in "0af" for b in "
 def test_store_differences_are_those_of_an_entry_by_entry_comparison(
     tmp_path_factory: pytest.TempPathFactory, ours: set[str], theirs: set[str]
 ) -> None:
-    """missing_payloads and changed_payloads through the tree diff, with both
-    backends, against sets: ids starting with ``f`` have other bytes in
-    ``theirs`` (a payload altered behind gitmem's back)."""
+    """missing_payloads and changed_payloads through the tree diff of each
+    partition, with both backends, against sets: ids starting with ``f``
+    have other bytes in ``theirs`` (a payload altered behind gitmem's back)."""
     repo = tmp_path_factory.mktemp("diff")
     git(repo, "init", "-q")
     batch = ObjectBatch()
-    root, other = _store(batch, ours, ""), _store(batch, theirs, "x")
+    week = {"0": "2026-W01", "1": "2026-W02"}  # by an id's second digit: two partitions
+
+    def store(ids: set[str], salt: str) -> Roots:
+        trees = {
+            name: _store(batch, {e for e in ids if week[e[1]] == name}, salt)
+            for name in sorted({week[e[1]] for e in ids})
+        }
+        return Roots(salt or "ours", trees, trees)
+
+    ours_store, theirs_store = store(ours, ""), store(theirs, "x")
     batch.write(str(repo / ".git" / "objects"), fsync=False)
     for backend_class in (Libgit2Backend, GitCliBackend):
         with Memory.open(repo) as mem:
             mem.ledger.backend = backend_class(locate(repo))
-            # each a store of one partition
-            ours_store = Roots(root, {"2026-W01": root}, {"2026-W01": root})
-            theirs_store = Roots(other, {"2026-W01": other}, {"2026-W01": other})
             missing = dict(mem.ledger.missing_payloads(ours_store, theirs_store))
             changed = set(mem.ledger.changed_payloads(ours_store, theirs_store))
         assert set(missing) == theirs - ours
         assert changed == {e for e in ours & theirs if e.startswith("f")}
         for eid, blob in missing.items():
-            assert git(repo, "rev-parse", f"{other}:{layout.payload_path(eid)}").strip() == blob
+            tree = theirs_store.trees[week[eid[1]]]
+            assert git(repo, "rev-parse", f"{tree}:{layout.payload_path(eid)}").strip() == blob
 
 
 # fork records -------------------------------------------------------------------------

@@ -398,16 +398,17 @@ class PayloadStore:
         for name, edits in sorted(grouped.items()):
             tree = root.trees.get(name) if root else None
             other = like.trees.get(name) if like else None
-            if other is not None and self._becomes(tree, other, edits):
+            if other is not None and like is not None and self._becomes(tree, other, edits):
                 new = other
+                commits[name] = like.commits[name]  # the fetched commit, as it is
             else:
                 new = edit_tree(self.backend, batch, tree, edits)
-            if new == EMPTY_TREE_MARK:
-                # kept, empty: a remote's partition ref is replaced on the
-                # next push, never left holding what was redacted
-                new = batch.tree([])
-            if new != tree or name not in commits:
-                commits[name] = batch.commit(new, [], partition_message(name), 0)
+                if new == EMPTY_TREE_MARK:
+                    # kept, empty: a remote's partition ref is replaced on the
+                    # next push, never left holding what was redacted
+                    new = batch.tree([])
+                if new != tree or name not in commits:
+                    commits[name] = batch.commit(new, [], partition_message(name), 0)
             empty[name] = new == batch.tree([])
         return self.store_commit(batch, commits, empty)
 

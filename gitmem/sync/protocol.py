@@ -300,6 +300,11 @@ def _payload_leases(
             leases[base_ref], sources[base_ref] = mirror.get(base_ref), base
     leases[layout.PAYLOAD_REF] = mirror.get(layout.PAYLOAD_REF)
     sources[layout.PAYLOAD_REF] = payload  # may differ from the local store
+    if mirror.get(layout.PAYLOAD_BASE_REF) is not None:
+        # format 1's one base: it keeps a format-1 snapshot reachable on the
+        # remote, redacted payloads and all, so it goes ("": a deletion)
+        leases[layout.PAYLOAD_BASE_REF] = mirror[layout.PAYLOAD_BASE_REF]
+        sources[layout.PAYLOAD_BASE_REF] = ""
     return leases, sources
 
 
@@ -367,7 +372,8 @@ def _push(
     if leases and payload is not None:
         report.payloads_pushed = True
         for ref, source in sources.items():
-            updates.append(f"update {layout.mirror_ref(target.key, ref)} {source}\n")
+            mirrored = layout.mirror_ref(target.key, ref)
+            updates.append(f"update {mirrored} {source}\n" if source else f"delete {mirrored}\n")
     # Record what the remote now holds, as git does for remote-tracking refs.
     run_git(["update-ref", "--stdin"], memory.location.cwd, "".join(updates).encode())
     return True
