@@ -58,6 +58,10 @@ class _Forks:
         self.path = memory.location.state_dir / FORKS_RECORD
         self.record: dict[str, Any] = _read_json(self.path)
         self.learned = False
+        # what the walks of this run read: the branches' walks share the
+        # trunk's history (a first detection at a million events read
+        # 201,358 commits for 100,555)
+        self.walked: heads.ForkWalkMemo = {}
 
     def code(self, tip: str, branch: str) -> str | None:
         found = self.fork(tip, branch)
@@ -91,10 +95,10 @@ class _Forks:
                 and backend.is_ancestor(old, tip)
             ):
                 added = set(backend.commits_between([tip], [old]))
-                found = heads.find_fork(backend, tip, branch, within=added)
+                found = heads.find_fork(backend, tip, branch, within=added, memo=self.walked)
                 self._remember(branch, tip, found)
                 return found
-        found = heads.find_fork(backend, tip, branch)
+        found = heads.find_fork(backend, tip, branch, memo=self.walked)
         self._remember(branch, tip, found)
         return found
 

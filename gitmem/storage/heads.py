@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from gitmem.records import layout
-from gitmem.storage.backends.base import Backend
+from gitmem.storage.backends.base import Backend, CommitInfo
 from gitmem.storage.objects import ObjectBatch
 
 
@@ -82,7 +82,13 @@ def fork_commit(
 
 def fork_record(backend: Backend, commit: str) -> tuple[str, str | None, str | None] | None:
     """(branch, source, code) when ``commit`` is a fork commit, else None."""
-    info = backend.read_commit(commit)
+    return fork_record_of(backend.read_commit(commit))
+
+
+def fork_record_of(info: CommitInfo) -> tuple[str, str | None, str | None] | None:
+    """:func:`fork_record` of a commit already read."""
+    if layout.BRANCH_TRAILER not in info.message:
+        return None  # most commits: their trailers need no parsing
     trailers = layout.parse_trailers(info.message)
     branch = trailers.get(layout.BRANCH_TRAILER)
     if branch is None or len(info.parents) > 1:
@@ -90,26 +96,41 @@ def fork_record(backend: Backend, commit: str) -> tuple[str, str | None, str | N
     return branch, trailers.get(layout.FORK_TRAILER), trailers.get(layout.FORK_CODE_TRAILER)
 
 
+ForkWalkMemo = dict[str, tuple[int, tuple[str, ...], tuple[str, str | None, str | None] | None]]
+"""commit -> (time, parents, fork record): what :func:`find_fork` reads of a
+commit, kept across the walks of one detection run (the branches' walks
+share the trunk's history)."""
+
+
 def find_fork(
-    backend: Backend, tip: str, branch: str, *, within: set[str] | None = None
+    backend: Backend,
+    tip: str,
+    branch: str,
+    *,
+    within: set[str] | None = None,
+    memo: ForkWalkMemo | None = None,
 ) -> tuple[str | None, str | None] | None:
     """(source, code) of the newest fork commit of ``branch`` reachable from ``tip``.
 
     ``within``: walk only these commits (those added since a tip whose
-    history holds no fork commit of ``branch``)."""
+    history holds no fork commit of ``branch``). ``memo``: commits read by
+    earlier walks, and where this one leaves what it reads."""
     best: tuple[int, tuple[str | None, str | None]] | None = None
     seen = {tip}
     stack = [tip] if within is None or tip in within else []
+    memo = {} if memo is None else memo
     while stack:
         oid = stack.pop()
-        info = backend.read_commit(oid)
-        if not info.parents or len(info.parents) == 1:
-            record = fork_record(backend, oid)
-            if record is not None and record[0] == branch:
-                if best is None or info.time > best[0]:
-                    best = (info.time, (record[1], record[2]))
-                continue  # older history belongs to the source
-        for parent in info.parents:
+        if oid not in memo:
+            info = backend.read_commit(oid)
+            one = not info.parents or len(info.parents) == 1
+            memo[oid] = (info.time, info.parents, fork_record_of(info) if one else None)
+        when, parents, record = memo[oid]
+        if record is not None and record[0] == branch:
+            if best is None or when > best[0]:
+                best = (when, (record[1], record[2]))
+            continue  # older history belongs to the source
+        for parent in parents:
             if parent not in seen and (within is None or parent in within):
                 seen.add(parent)
                 stack.append(parent)
