@@ -137,7 +137,7 @@ class Ledger(ChainReader, PayloadStore):
         The store commit is what readers follow; the refs under
         ``refs/edda/store/`` only keep each partition reachable (and make git
         transfer it). Every move also sets any of them that a killed move
-        left behind (git moves several refs one at a time)."""
+        left behind."""
         old = self.backend.read_ref(layout.PAYLOAD_REF)
         batch = ObjectBatch()
         update = compute(batch, old)
@@ -161,9 +161,19 @@ class Ledger(ChainReader, PayloadStore):
                     "the payload store moved during a write",
                     "another writer did not take gitmem's lock; run the command again",
                 )
-            return {layout.PAYLOAD_REF: tip, **{ref: wanted.get(ref) for ref in stale}}
+            return {layout.PAYLOAD_REF: tip}
 
-        transact(self.backend, [layout.PAYLOAD_REF, *stale], build)
+        # The store commit first, the partition refs after, in two steps (one
+        # transaction would move them in no set order). A crash in between
+        # leaves new partitions that only the store commit names: objects
+        # written just now, which git keeps for two weeks unreferenced, and
+        # the next write sets their refs. The other order would leave the
+        # store naming old partitions that no ref holds, which `git gc` may
+        # drop at once when their packs are old.
+        if tip != old:
+            transact(self.backend, [layout.PAYLOAD_REF], build)
+        if stale:
+            transact(self.backend, stale, lambda current: {ref: wanted.get(ref) for ref in stale})
         return tip
 
     def write_objects(self, batch: ObjectBatch) -> None:
