@@ -267,3 +267,66 @@ def test_clones_writing_in_any_weeks_converge(
             else:
                 assert event.body["text"] == f"day {d}"
         assert mem.verify().ok
+
+
+def test_a_remote_partition_all_redacted_is_emptied_by_a_clone_that_never_held_it(
+    tmp_path: Path,
+) -> None:
+    """D knows a week only as a remote's empty partition: its push to a
+    remote that still holds the redacted payload there replaces the
+    partition, and clones converge on the same store."""
+    r1 = make_remote(tmp_path / "r1")
+    r2 = make_remote(tmp_path / "r2")
+    a = clone(r1.as_uri(), tmp_path / "a")
+    secret = notes_on(a, [0])[0]  # the only event of 2025-W49
+    notes_on(a, [7])
+    sync(a)
+    b = clone(r1.as_uri(), tmp_path / "b")
+    sync(b)
+    with Memory.open(b) as mem:
+        mem.redact(secret, "leak")
+    git(b, "remote", "add", "r2", r2.as_uri())
+    git(b, "push", "-q", "r2", "main")
+    assert cli(b, "sync", "r2")[0] == 0
+    d = clone(r2.as_uri(), tmp_path / "d")
+    sync(d)
+    assert "2025-W49" in partitions(d)  # kept, empty
+    git(d, "remote", "add", "r1", r1.as_uri())
+    assert cli(d, "sync", "r1")[0] == 0
+    git(r1, "gc", "-q", "--prune=now")
+    assert b"day 0" not in object_bytes(r1)
+    for repo in (a, d, a, d):
+        assert cli(repo, "sync", "--json")[0] == 0
+    assert ref_tip(a, layout.PAYLOAD_REF) == ref_tip(d, layout.PAYLOAD_REF)
+    code, out, _ = cli(a, "sync", "--json")
+    assert code == 0 and not json.loads(out)["payloads_pushed"]  # nothing left to send
+
+
+def test_every_copy_a_remote_offers_is_checked(tmp_path: Path) -> None:
+    """One event's payload in two partitions of a fetched store, one of them
+    forged: the pull checks each copy it would take, and refuses."""
+    remote = make_remote(tmp_path / "remote")
+    a = clone(remote.as_uri(), tmp_path / "a")
+    eid = notes_on(a, [0])[0]  # 2025-W49
+    sync(a)
+    path = layout.payload_path(eid)
+    good = git(a, "rev-parse", f"{layout.partition_ref('2025-W49')}:{path}").strip()
+    bad = git(a, "hash-object", "-w", "--stdin", input='{"text":"forged"}').strip()
+
+    def partition(blob: str, name: str) -> str:
+        fan = git(a, "mktree", input=f"100644 blob {blob}\t{eid}\n").strip()
+        p = git(a, "mktree", input=f"040000 tree {fan}\t{eid[:2]}\n").strip()
+        tree = git(a, "mktree", input=f"040000 tree {p}\tp\n").strip()
+        message = f"gitmem payload partition {name}\n\nEdda-Format: 2\n"
+        return git(a, "commit-tree", tree, input=message).strip()
+
+    w48, w49 = partition(good, "2025-W48"), partition(bad, "2025-W49")
+    links = f"160000 commit {w48}\t2025-W48\n160000 commit {w49}\t2025-W49\n"
+    store = git(a, "commit-tree", git(a, "mktree", input=links).strip(),
+                input="gitmem payload store\n\nEdda-Format: 2\n").strip()  # fmt: skip
+    git(a, "push", "-q", "-f", remote.as_uri(), f"{w48}:{layout.partition_ref('2025-W48')}",
+        f"{w49}:{layout.partition_ref('2025-W49')}", f"{store}:{layout.PAYLOAD_REF}")  # fmt: skip
+    b = clone(remote.as_uri(), tmp_path / "b")
+    code, _, err = cli(b, "sync")
+    assert code == 4 and "does not match its envelope" in err, err
+    assert ref_tip(b, layout.PAYLOAD_REF) is None

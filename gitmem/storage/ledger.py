@@ -236,7 +236,7 @@ class Ledger(ChainReader, PayloadStore):
         def merge(batch: ObjectBatch, tip: str | None) -> StoreUpdate | None:
             root = self.payload_roots(tip) if tip else None
             merged[0] = self.merge_changes(root, other, redacted, skip)
-            if not merged[0].changes:
+            if not merged[0].changes and not self.lacks_partitions(root, other):
                 return None
             # a clone that only receives ends with the fetched partitions' trees
             return self.payload_snapshot(batch, root, merged[0].changes, like=other)
@@ -270,7 +270,7 @@ class Ledger(ChainReader, PayloadStore):
         leaving = [e for e in drop if self.locate(other, e) is None]
         changes, _ = self.removal(root, leaving)
         self.adopt(root, other, changes, redacted)
-        if not changes:
+        if not changes and not self.lacks_partitions(root, other):
             return tip
         batch = ObjectBatch()
         update = self.payload_snapshot(batch, root, changes, like=other)

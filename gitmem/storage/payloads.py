@@ -400,7 +400,7 @@ class PayloadStore:
             other = like.trees.get(name) if like else None
             if other is not None and like is not None and self._becomes(tree, other, edits):
                 new = other
-                commits[name] = like.commits[name]  # the fetched commit, as it is
+                commits[name] = self._partition_commit(batch, like, name)
             else:
                 new = edit_tree(self.backend, batch, tree, edits)
                 if new == EMPTY_TREE_MARK:
@@ -410,7 +410,32 @@ class PayloadStore:
                 if new != tree or name not in commits:
                     commits[name] = batch.commit(new, [], partition_message(name), 0)
             empty[name] = new == batch.tree([])
+        for name in sorted(set(like.trees) - set(commits) if like else ()):
+            # a partition only ``like`` names, of which nothing was taken (it
+            # is empty, or all it holds was redacted): it stays, empty, so
+            # that a push replaces the remote's and clones converge
+            assert like is not None
+            if like.trees[name] == batch.tree([]):
+                commits[name] = self._partition_commit(batch, like, name)
+            else:
+                commits[name] = batch.commit(batch.tree([]), [], partition_message(name), 0)
+            empty[name] = True
         return self.store_commit(batch, commits, empty)
+
+    def _partition_commit(self, batch: ObjectBatch, like: Roots, name: str) -> str:
+        """Partition ``name`` of store ``like`` as this gitmem writes it: the
+        fetched commit when it is one (the same tree gives the same commit on
+        every clone), else a commit of its tree made here."""
+        commit = like.commits[name]
+        info = self.backend.read_commit(commit)
+        if not info.parents and info.message == partition_message(name):
+            return commit
+        return batch.commit(like.trees[name], [], partition_message(name), 0)
+
+    @staticmethod
+    def lacks_partitions(root: Roots | None, other: Roots | None) -> bool:
+        """Whether store ``other`` names a partition ``root`` does not."""
+        return other is not None and not set(other.trees) <= set(root.trees if root else ())
 
     def store_commit(
         self, batch: ObjectBatch, commits: Mapping[str, str], empty: Mapping[str, bool]

@@ -39,7 +39,6 @@ from gitmem.records.validate import (
 )
 from gitmem.storage import clock
 from gitmem.storage.eventchain import check_format
-from gitmem.storage.payloads import week_of
 
 if TYPE_CHECKING:
     from gitmem.memory.api import Memory
@@ -126,21 +125,29 @@ def check_fetched(
     redacted = ledger.redaction_targets([ours, theirs]) | _incoming_redactions(
         memory, checked, [theirs, ours]
     )
-    # what the fetched store holds that ours lacks, by id -> blob (git compares the trees)
-    offered = {
-        eid: blob for eid, blob in ledger.missing_payloads(ours, theirs) if eid not in redacted
-    }
-    claimed = set(offered)
+    # What the fetched store holds that ours lacks, partition by partition
+    # (git compares the trees): each copy is checked, as each is what the
+    # merge takes (one id offered in two partitions is checked twice).
+    offered = [
+        (name, eid, blob)
+        for name, eid, old, blob in ledger.partition_differences(ours, theirs)
+        if old is None and blob is not None and eid not in redacted
+    ]
+    claimed = {eid for _, eid, _ in offered}
     result.skip_payloads |= claimed & left_out
     claimed -= left_out
     unknown = {event_id for event_id in claimed if event_id not in checked}
     known = _local_envelopes(memory, unknown) if unknown else {}
-    for event_id in sorted(claimed):
+    for name, event_id, blob in offered:
+        if event_id not in claimed:
+            continue
         envelope = checked.envelope(event_id) if event_id in checked else known.get(event_id)
         if envelope is None:
             result.skip_payloads.add(event_id)
             continue
-        _check_payload(memory, theirs, envelope, remote, offered[event_id])
+        assert theirs is not None
+        trees = [theirs.trees[name], *([ours.trees[name]] if ours and name in ours.trees else [])]
+        _check_payload(memory, trees, envelope, remote, blob)
     for event_id in sorted(checked):
         if event_id in redacted or event_id in claimed:
             continue
@@ -202,10 +209,15 @@ def _payload_roots(
                 if entry.mode != layout.MODE_GITLINK or not layout.is_partition(name):
                     raise _refuse(remote, what, f"unexpected entry {name!r}")
                 ref = layout.partition_ref(name)
-                if mirror.get(ref) != entry.oid:
-                    raise _refuse(remote, what, f"partition {name} is not the remote's {ref}")
                 if entry.oid in known:
                     continue
+                # A partition is the remote's ref of that name, or one this
+                # clone holds already: a server without atomic pushes can
+                # take one clone's partition ref and another's store commit.
+                if mirror.get(ref) != entry.oid and not backend.has_object(entry.oid):
+                    raise _refuse(
+                        remote, what, f"partition {name} is neither the remote's {ref} nor here"
+                    )
                 part = f"payload partition {name} ({entry.oid})"
                 _snapshot_format(memory, entry.oid, remote, part)
                 _check_snapshot_tree(memory, backend.read_commit(entry.oid).tree, remote, part)
@@ -268,16 +280,21 @@ def _local_envelopes(memory: Memory, wanted: set[str]) -> dict[str, dict[str, An
 
 
 def _check_payload(
-    memory: Memory, tree: Roots | None, envelope: dict[str, Any], remote: str, blob: str
+    memory: Memory, trees: list[str], envelope: dict[str, Any], remote: str, blob: str
 ) -> None:
-    """The fetched payload of ``envelope`` (``blob`` in store ``tree``) is
-    valid and is what the envelope pins."""
+    """The fetched payload of ``envelope`` (``blob``) is valid and is what
+    the envelope pins, with its attachments from ``trees``: the fetched
+    partition it is in, then the local one of that name (where the merge
+    takes them from)."""
     event_id = envelope["id"]
     what = f"payload of event {event_id[:12]}"
-    partition = week_of(envelope.get("time"))
+    backend = memory.backend
 
     def attachment(sha: str) -> bytes | None:
-        data = memory.ledger.attachment(tree, sha, partition) if tree else None
+        path = layout.attachment_path(sha)
+        found = (backend.read_path(tree, path) for tree in trees)
+        oid = next((oid for oid in found if oid is not None), None)
+        data = backend.read_blob(oid) if oid is not None else None
         if data is not None and canonical.sha256_hex(data) != sha:
             raise _refuse(remote, what, f"attachment {sha[:12]} does not match its name")
         return data

@@ -298,6 +298,12 @@ def _payload_leases(
         base_ref = layout.partition_base_ref(name)
         if base is not None and mirror.get(base_ref) != base:
             leases[base_ref], sources[base_ref] = mirror.get(base_ref), base
+    for ref in sorted(mirror):
+        name = ref[len(layout.PARTITION_PREFIX) :]
+        if layout.is_partition_ref(ref) and name not in roots.commits:
+            # a partition ref the remote's store does not name (left by a
+            # push that did not finish): it may hold what was redacted since
+            leases[ref], sources[ref] = mirror[ref], ""
     leases[layout.PAYLOAD_REF] = mirror.get(layout.PAYLOAD_REF)
     sources[layout.PAYLOAD_REF] = payload  # may differ from the local store
     if mirror.get(layout.PAYLOAD_BASE_REF) is not None:
