@@ -330,3 +330,30 @@ def test_every_copy_a_remote_offers_is_checked(tmp_path: Path) -> None:
     code, _, err = cli(b, "sync")
     assert code == 4 and "does not match its envelope" in err, err
     assert ref_tip(b, layout.PAYLOAD_REF) is None
+
+
+def test_a_store_naming_a_pruned_partition_reads_its_ref_until_the_next_write(
+    tmp_path: Path,
+) -> None:
+    """The store commit moves before the partition refs: a write killed in
+    between, then `git gc --prune=now`, leaves the store naming a partition
+    commit that is gone. Readers use the partition's ref (the partition as
+    it was before that write), verify says so, and the next write repairs."""
+    repo = init_repo(tmp_path / "repo")
+    ids = notes_on(repo, [0, 7])
+    parts = partitions(repo)
+    gone = "0123456789abcdef0123456789abcdef01234567"  # no such object
+    links = f"160000 commit {gone}\t2025-W49\n160000 commit {parts['2025-W50']}\t2025-W50\n"
+    tree = git(repo, "mktree", "--missing", input=links).strip()
+    store = git(repo, "commit-tree", tree, input="gitmem payload store\n\nEdda-Format: 2\n")
+    git(repo, "update-ref", layout.PAYLOAD_REF, store.strip())
+    with Memory.open(repo) as mem:
+        assert [mem.get(i).body["text"] for i in ids] == ["day 0", "day 7"]
+        report = mem.verify()
+        assert report.ok
+        assert any("missing" in w.message for w in report.warnings)
+    notes_on(repo, [8])
+    assert partitions(repo)["2025-W49"] == parts["2025-W49"]
+    with Memory.open(repo) as mem:
+        assert not mem.verify().warnings
+    fsck(repo)

@@ -60,6 +60,17 @@ def store_roots(memory: Memory, report: Report) -> tuple[str | None, Roots | Non
             )
         )
         return payload_tip, None
+    for name in roots.substituted:
+        report.warnings.append(
+            Problem(
+                "the payload store names a partition commit that is missing (a write was "
+                "interrupted, then git pruned it); read from the partition's ref, which lacks "
+                "only what that write added (the next write names it, a sync brings back "
+                "what a pull had added)",
+                layout.partition_ref(name),
+                payload_tip,
+            )
+        )
     if roots.tip != roots.commits.get(layout.LEGACY_PARTITION):  # format 2: partition refs
         refs = backend.list_refs(layout.PARTITION_PREFIX)
         wanted = {layout.partition_ref(n): c for n, c in roots.commits.items()}

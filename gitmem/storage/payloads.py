@@ -37,6 +37,9 @@ class Roots:
     tip: str  # the store's commit
     commits: Mapping[str, str]  # partition -> its commit
     trees: Mapping[str, str]  # partition -> its tree
+    # partitions whose commit the store names is missing, read from their
+    # ref instead (a write killed between the two, then `git gc --prune`)
+    substituted: tuple[str, ...] = ()
 
     def names(self, first: str | None = None) -> list[str]:
         """The partitions in the order a lookup tries them: ``first`` (the
@@ -157,16 +160,28 @@ class PayloadStore:
         else:
             commits: dict[str, str] = {}
             trees: dict[str, str] = {}
+            substituted: list[str] = []
+            local = tip == self.backend.read_ref(layout.PAYLOAD_REF)
             for entry in self.backend.read_tree(info.tree):
                 if entry.mode != layout.MODE_GITLINK or not layout.is_partition(entry.name):
                     raise GitError(
                         f"the payload store {tip} has an unexpected entry {entry.name!r}"
                     )
-                part = self.backend.read_commit(entry.oid)
+                commit = entry.oid
+                if local and not self.backend.has_object(commit):
+                    # The store moves before the partition refs: a write
+                    # killed in between, then a prune, leaves the store
+                    # naming a partition no ref held. Its ref holds the one
+                    # before, which lacks only what that write added.
+                    held = self.backend.read_ref(layout.partition_ref(entry.name))
+                    if held is not None and self.backend.has_object(held):
+                        commit = held
+                        substituted.append(entry.name)
+                part = self.backend.read_commit(commit)
                 check_format(part.message, f"payload partition {entry.name}")
-                commits[entry.name] = entry.oid
+                commits[entry.name] = commit
                 trees[entry.name] = part.tree
-            roots = Roots(tip, commits, trees)
+            roots = Roots(tip, commits, trees, tuple(substituted))
         if len(memo) >= 8:
             memo.clear()
         memo[tip] = roots
