@@ -14,6 +14,7 @@ writes the objects and moves the refs.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
@@ -30,7 +31,7 @@ Changes = dict[tuple[str, str], str | None]
 """(partition, tree path) -> blob, None deleting it."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Roots:
     """A payload store as read: each partition's commit and tree."""
 
@@ -41,16 +42,19 @@ class Roots:
     # ref instead (a write killed between the two, then `git gc --prune`)
     substituted: tuple[str, ...] = ()
 
-    def names(self, first: str | None = None) -> list[str]:
-        """The partitions in the order a lookup tries them: ``first`` (the
-        event's own week), then the newest, the whole format-1 store last."""
+    @functools.cached_property
+    def _newest_first(self) -> tuple[str, ...]:
         weeks = sorted((n for n in self.trees if n != layout.LEGACY_PARTITION), reverse=True)
         if layout.LEGACY_PARTITION in self.trees:
             weeks.append(layout.LEGACY_PARTITION)
-        if first is not None and first in self.trees:
-            weeks.remove(first)
-            weeks.insert(0, first)
-        return weeks
+        return tuple(weeks)
+
+    def names(self, first: str | None = None) -> list[str]:
+        """The partitions in the order a lookup tries them: ``first`` (the
+        event's own week), then the newest, the whole format-1 store last."""
+        if first is None or first not in self.trees:
+            return list(self._newest_first)
+        return [first, *(n for n in self._newest_first if n != first)]
 
 
 class StoreUpdate(NamedTuple):
@@ -195,7 +199,14 @@ class PayloadStore:
         if roots is None:
             return None
         path = layout.payload_path(event_id)
-        for name in roots.names(week_of(time)):
+        week = week_of(time)
+        if week is not None and week in roots.trees:  # where an event's payload is
+            blob = self.backend.read_path(roots.trees[week], path)
+            if blob is not None:
+                return week, blob
+        for name in roots.names():
+            if name == week:
+                continue
             blob = self.backend.read_path(roots.trees[name], path)
             if blob is not None:
                 return name, blob
