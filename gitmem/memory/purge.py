@@ -130,35 +130,23 @@ def _write_purge_list(state_dir: Path, oids: set[str], *, fsync: bool) -> None:
     files.write_atomic(str(path), data, fsync=fsync)
 
 
+def _mirrored(ref: str) -> str:
+    """The remote's ref that mirror ref ``ref`` (``refs/edda-remotes/<key>/<rest>``,
+    the remote key one component) copies, ``refs/edda/<rest>``; "" for none."""
+    key, sep, rest = ref[len(layout.MIRROR_ROOT) :].partition("/")
+    return layout.REF_ROOT + rest if key and sep else ""
+
+
 def _is_payload_mirror(ref: str) -> bool:
-    """``refs/edda-remotes/<key>/payloads``: the remote key is one component."""
-    return _is_mirror_of(ref, layout.PAYLOAD_REF)
-
-
-def _is_partition_mirror(ref: str) -> bool:
-    """``refs/edda-remotes/<key>/store/<partition>``."""
-    rest = ref[len(layout.MIRROR_ROOT) :]
-    key, sep, name = rest.partition("/")
-    return bool(key) and sep == "/" and layout.is_partition_ref(layout.REF_ROOT + name)
+    """A mirrored store commit or partition (or a format-1 store)."""
+    remote = _mirrored(ref)
+    return remote == layout.PAYLOAD_REF or layout.is_partition_ref(remote)
 
 
 def _is_base_mirror(ref: str) -> bool:
     """A mirrored ``refs/edda/payloads-base`` or ``refs/edda/store-base/<partition>``."""
-    if _is_mirror_of(ref, layout.PAYLOAD_BASE_REF):
-        return True
-    rest = ref[len(layout.MIRROR_ROOT) :]
-    key, sep, name = rest.partition("/")
-    return (
-        bool(key)
-        and sep == "/"
-        and (layout.REF_ROOT + name).startswith(layout.PARTITION_BASE_PREFIX)
-    )
-
-
-def _is_mirror_of(ref: str, remote_ref: str) -> bool:
-    rest = ref[len(layout.MIRROR_ROOT) :]
-    key, sep, name = rest.partition("/")
-    return bool(key) and sep == "/" and layout.REF_ROOT + name == remote_ref
+    remote = _mirrored(ref)
+    return remote == layout.PAYLOAD_BASE_REF or remote.startswith(layout.PARTITION_BASE_PREFIX)
 
 
 def _store_blobs(memory: Memory, root: str) -> Iterable[tuple[str, str]]:
@@ -216,7 +204,7 @@ def _strip_mirrors(memory: Memory, listed: set[str]) -> int:
             memory.location.cwd,
             "".join(f"delete {r} {tip}\n" for r, tip in bases.items()).encode(),
         )
-    snapshots = sorted(r for r in refs if _is_partition_mirror(r) or _is_payload_mirror(r))
+    snapshots = sorted(r for r in refs if _is_payload_mirror(r))
     if not snapshots:
         return 0
     live: set[str] | None = None

@@ -141,11 +141,13 @@ class Ledger(ChainReader, PayloadStore):
         old = self.backend.read_ref(layout.PAYLOAD_REF)
         batch = ObjectBatch()
         update = compute(batch, old)
-        tip = old if update is None else update.tip
-        commits = update.commits if update is not None else {}
-        if update is None:
+        tip: str | None
+        commits: Mapping[str, str]
+        if update is not None:
+            tip, commits = update.tip, update.commits
+        else:
             roots = self.payload_roots(old) if old else None
-            commits = dict(roots.commits) if roots else {}
+            tip, commits = old, dict(roots.commits) if roots else {}
         wanted = {layout.partition_ref(name): oid for name, oid in commits.items()}
         existing = self.backend.list_refs(layout.PARTITION_PREFIX)
         stale = sorted(
