@@ -144,6 +144,26 @@ def test_a_text_embeds_to_the_same_bytes_alone_and_in_any_batch(minilm: MiniLMEm
     assert backwards.tobytes() == batch.tobytes()
 
 
+def test_padding_rows_change_no_vector_beyond_rounding(
+    minilm: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Token rows are padded with zero rows for the matrix products
+    (ROW_BLOCK), which only the products see: unpadded (a block of 1), every
+    length gives the same vector to float32 rounding (attention over the
+    padding, or padding in the mean, would not)."""
+    from gitmem.embed import minilm as module
+
+    sentence = "the migration of the billing schema failed twice because of a lock"
+    texts = ["word " * 200] + [sentence.rsplit(" ", k)[0] for k in range(12)]
+    lengths = {len(ids) % module.ROW_BLOCK for ids in minilm.token_ids(texts)}
+    assert lengths == set(range(module.ROW_BLOCK))  # every remainder occurs
+    padded = np.stack([minilm.embed([t])[0] for t in texts])
+    monkeypatch.setattr(module, "ROW_BLOCK", 1)
+    plain = np.stack([minilm.embed([t])[0] for t in texts])
+    assert np.abs(padded - plain).max() < 5e-6
+    assert np.all(np.einsum("ij,ij->i", padded, plain) > 0.99999)
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.text(max_size=80), min_size=1, max_size=10), st.randoms())
 def test_batch_composition_never_changes_a_vector(
