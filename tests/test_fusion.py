@@ -76,8 +76,10 @@ def _brute(
     return [(i, rel) for rel, i in fused[:limit]]
 
 
-def _fused(sides: Sequence[Side[int]], limit: int, depth: int) -> list[tuple[int, float]]:
-    found = fuse_scores(sides, limit, depth, lambda _items: None, lambda i: (i,))
+def _fused(
+    sides: Sequence[Side[int]], limit: int, depth: int, start: int | None = None
+) -> list[tuple[int, float]]:
+    found = fuse_scores(sides, limit, depth, lambda _items: None, lambda i: (i,), start=start)
     return [(f.item, f.relevance) for f in found]
 
 
@@ -87,22 +89,25 @@ def _fused(sides: Sequence[Side[int]], limit: int, depth: int) -> list[tuple[int
     limit=st.integers(1, 12),
     depth=st.integers(1, 8),
     reference=st.one_of(st.none(), COSINES),
+    start=st.one_of(st.none(), st.integers(1, 40)),
 )
 def test_the_fused_top_is_the_exact_one_whatever_the_first_depth(
     items: list[tuple[float | None, float | None]],
     limit: int,
     depth: int,
     reference: float | None,
+    start: int | None,
 ) -> None:
     # the floor: the lowest cosine (of a sample that holds them all), or any other
     lowest = min((c for _s, c in items if c is not None), default=0.0)
     floor = lowest if reference is None else reference
     reads: list[int] = []
-    got = _fused(_sides(items, reads, floor), limit, depth)
+    got = _fused(_sides(items, reads, floor), limit, depth, start)
     expected = _brute(items, limit, floor)
     assert [i for i, _r in got] == [i for i, _r in expected], (got, expected)
     assert all(abs(r - dict(expected)[i]) < 1e-9 for i, r in got), (got, expected)
-    assert max(reads, default=0) <= depth * fusion.MAX_DEEPEN
+    assert reads[:2] == [max(depth, start or 0)] * 2  # both sides' first reads
+    assert max(reads, default=0) <= max(depth * fusion.MAX_DEEPEN, start or 0)
 
 
 @settings(max_examples=300, deadline=None)
@@ -179,6 +184,14 @@ def test_a_time_query_reads_at_most_four_times_deeper() -> None:
     assert [f.item for f in found] == [19, 18, 17]  # the newest of those read
     again = fuse_scores(_sides(items, [], 0.0), 3, 5, lambda _i: None, lambda i: (i,), capped)
     assert [f.item for f in again] == [19, 18, 17]
+    # read as deep as the cap at once (memory search, a query about time): one
+    # read a side, the same top
+    reads.clear()
+    deep = fuse_scores(
+        _sides(items, reads, 0.0), 3, 5, lambda _i: None, lambda i: (i,), capped, start=20
+    )
+    assert reads == [20, 20]
+    assert [f.item for f in deep] == [19, 18, 17]
     exact = fusion.Bonus(0.1, lambda i: newness[i], 1.0, 1000)  # uncapped
     found = fuse_scores(_sides(items, reads, 0.0), 3, 5, lambda _i: None, lambda i: (i,), exact)
     assert [f.item for f in found] == [399, 398, 397]

@@ -756,6 +756,62 @@ def test_a_time_query_ranks_exactly_by_relevance_and_recency(tmp_path: Path) -> 
                 )
 
 
+def test_a_time_query_reads_each_list_once_as_deep_as_it_may_need(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The fusion reads a query about time up to TIME_DEEPEN times deeper than
+    # the first depth whenever its top is not sure sooner, which is nearly
+    # always: each engine reads that deep once, not a first depth and then
+    # again, and the top is the one of reading in two steps.
+    import random
+
+    from gitmem.retrieval import search as search_module
+
+    rng = random.Random(3)
+    repo = scratch_repo(tmp_path / "repo")
+    with Memory.open(repo) as mem:
+        mem.append_many(
+            [
+                Draft(
+                    "note",
+                    {"text": f"pool cache deploy {' '.join(rng.sample(WORDS, 3))} n{i}"},
+                    time=T0 + rng.randrange(0, 400) * DAY_US + i,
+                )
+                for i in range(300)
+            ]
+        )
+    with IndexView.open(repo) as view:
+        reads: list[tuple[str, int]] = []
+        fulltext, vectors = view.fulltext, view.vectors
+        search_keys, nearest = fulltext.search_keys, vectors.search
+
+        def lexical(query: str, limit: int, **kwargs: Any) -> Any:
+            reads.append(("lexical", limit))
+            return search_keys(query, limit, **kwargs)
+
+        def vector(query: Any, limit: int, *args: Any, **kwargs: Any) -> Any:
+            reads.append(("vector", limit))
+            return nearest(query, limit, *args, **kwargs)
+
+        monkeypatch.setattr(fulltext, "search_keys", lexical)
+        monkeypatch.setattr(vectors, "search", vector)
+        plain = search(view, "pool cache deploy", now=NOW, limit=5, candidates=10)
+        assert not plain.timely
+        firsts: dict[str, int] = {}
+        for engine, depth in reads:
+            firsts.setdefault(engine, depth)
+        assert firsts == {"lexical": 10, "vector": 10}
+        reads.clear()
+        timely = search(view, "latest pool cache deploy", now=NOW, limit=5, candidates=10)
+        assert timely.timely and len(timely.hits) == 5
+        assert sorted(reads) == [("lexical", 40), ("vector", 40)]
+        reads.clear()
+        monkeypatch.setattr(search_module, "_first_depth", lambda pool, _recency: pool)
+        stepwise = search(view, "latest pool cache deploy", now=NOW, limit=5, candidates=10)
+        assert sorted(reads) == [("lexical", 10), ("lexical", 40), ("vector", 10), ("vector", 40)]
+        assert _ranking(stepwise) == _ranking(timely)
+
+
 def test_recency_counts_in_whole_days(tmp_path: Path) -> None:
     assert recency(T0, T0 + DAY_US - 1) == 1.0
     assert recency(T0, T0 + 30 * DAY_US) == 0.5

@@ -258,6 +258,8 @@ def fuse_scores(
     prepare: Callable[[Sequence[K]], None],
     order: Callable[[K], tuple[object, ...]],
     bonus: Bonus[K] | None = None,
+    *,
+    start: int | None = None,
 ) -> list[Fused[K]]:
     """The best ``limit`` items by score-aware fusion of ``sides`` (each weighted
     :data:`LEXICAL_WEIGHT` / :data:`VECTOR_WEIGHT`, renormalised to 1 over the
@@ -265,12 +267,16 @@ def fuse_scores(
     until no unread item can reach the top (see the module docstring).
     ``order`` breaks ties between equal scores (smaller first), once
     ``prepare`` was given every candidate (to read what it needs in one go).
-    With a ``bonus``, items rank by the relevance with it (see :class:`Bonus`)."""
+    With a ``bonus``, items rank by the relevance with it (see :class:`Bonus`).
+    ``start`` is the depth of the first reads when a caller knows the lists
+    will be read deeper than ``depth`` (how much deeper they may go still
+    counts from ``depth``)."""
     if not sides:
         return []
     total = sum(_weight(s) for s in sides)
     weights = [_weight(s) / total for s in sides]
     first = depth
+    depth = max(depth, start or depth)
     while True:
         for side in sides:
             side.fetch(depth)
