@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from gitmem.ipc.paths import daemon_dir, socket_path
 from gitmem.ipc.wire import MAX_FRAME, WireError, receive, send
 from gitmem.storage.locate import locate
-from tests.conftest import cli, git, make_repo
+from tests.conftest import cli, git, isolated_environment, make_repo
 
 NOW = "2026-06-01T00:00:00Z"
 PAYLOADS = Path(__file__).parent / "agents" / "payloads"
@@ -92,15 +92,25 @@ def stop_all(repo: Path) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
+@pytest.fixture(scope="module")
+def store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A repository with notes, decisions and a built index, made once a module."""
+    base = tmp_path_factory.mktemp("daemon-store")
+    with isolated_environment(base):
+        repo = make_repo(base / "repo", events=30)
+        git(repo, "config", "edda.fsync", "false")
+        cli(repo, "decide", "cache.key", "includes the locale", "--reason", "two locales collided")
+        cli(repo, "note", "the retry loop backs off exponentially")
+        cli(repo, "index")
+    return repo
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Path]:
-    """A repository with notes, decisions and a built index; its daemon (if
-    any test starts one) is stopped afterwards."""
-    repo = make_repo(tmp_path / "repo", events=30)
-    git(repo, "config", "edda.fsync", "false")
-    cli(repo, "decide", "cache.key", "includes the locale", "--reason", "two locales collided")
-    cli(repo, "note", "the retry loop backs off exponentially")
-    cli(repo, "index")
+def store(store_template: Path, tmp_path: Path) -> Iterator[Path]:
+    """A copy of the template repository, the test's own (building it took
+    ~0.5 s a test); its daemon (if any test starts one) is stopped afterwards."""
+    repo = tmp_path / "repo"
+    shutil.copytree(store_template, repo, symlinks=True)
     try:
         yield repo
     finally:
