@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 from pathlib import Path
 
 from tests.conftest import cli, git, init_repo
 
 
-def commit(repo: Path, files: dict[str, str], message: str) -> str:
+def commit(repo: Path, files: dict[str, str], message: str, *, seconds: int = 0) -> str:
+    """Commit ``files``, dated ``seconds`` from now: commit times have
+    one-second resolution, so code "before" and "after" the memory recorded
+    now is dated a few seconds apart instead of slept for."""
     for name, text in files.items():
         path = repo / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", message)
+    date = f"@{int(time.time()) + seconds} +0000"
+    env = dict(os.environ, GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
+    subprocess.run(["git", "commit", "-q", "-m", message], cwd=repo, env=env, check=True)
     return git(repo, "rev-parse", "HEAD").strip()
 
 
@@ -26,16 +32,10 @@ def ok(repo: Path, *args: str) -> str:
     return out
 
 
-def tick() -> None:
-    # Commit times have one-second resolution: keep "before" and "after" apart.
-    time.sleep(1.1)
-
-
 def test_why_lists_what_touches_a_file_and_flags_stale_decisions(tmp_path: Path) -> None:
     repo = init_repo(tmp_path / "repo")
     git(repo, "config", "edda.fsync", "false")
-    commit(repo, {"src/cache.py": "def get(): pass\n", "src/db.py": "x = 1\n"}, "code")
-    tick()
+    commit(repo, {"src/cache.py": "def get(): pass\n", "src/db.py": "x = 1\n"}, "code", seconds=-5)
     ok(repo, "decide", "cache.key", "includes the locale", "--path", "src/cache.py")
     ok(repo, "decide", "db.engine", "sqlite", "--path", "src/db.py")
     ok(repo, "learn", "the cache is per process", "--path", "src/")
@@ -47,8 +47,7 @@ def test_why_lists_what_touches_a_file_and_flags_stale_decisions(tmp_path: Path)
     assert [item["event"]["body"]["text"] for item in data["learnings"]] == [
         "the cache is per process"
     ]
-    tick()
-    commit(repo, {"src/cache.py": "def get(): return 1\n"}, "change the cache")
+    commit(repo, {"src/cache.py": "def get(): return 1\n"}, "change the cache", seconds=5)
     data = json.loads(ok(repo, "why", "src", "--json"))
     by_key = {d["event"]["body"]["key"]: d for d in data["decisions"]}
     assert by_key["cache.key"]["stale"] is True
@@ -95,12 +94,10 @@ def test_why_lists_sessions_and_commits_that_touched_the_file(tmp_path: Path) ->
 def test_ask_and_context_mark_stale_decisions(tmp_path: Path) -> None:
     repo = init_repo(tmp_path / "repo")
     git(repo, "config", "edda.fsync", "false")
-    commit(repo, {"src/cache.py": "a = 1\n", "src/db.py": "b = 1\n"}, "code")
-    tick()
+    commit(repo, {"src/cache.py": "a = 1\n", "src/db.py": "b = 1\n"}, "code", seconds=-5)
     ok(repo, "decide", "cache.key", "includes the locale", "--path", "src/cache.py")
     ok(repo, "decide", "db.engine", "sqlite", "--path", "src/db.py")
-    tick()
-    commit(repo, {"src/cache.py": "a = 2\n"}, "change")
+    commit(repo, {"src/cache.py": "a = 2\n"}, "change", seconds=5)
     data = json.loads(ok(repo, "ask", "--json"))
     stale = {d["key"]: (d["stale"], d["changed"]) for d in data["decisions"]}
     assert stale == {"cache.key": (True, ["src/cache.py"]), "db.engine": (False, [])}
