@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gitmem.index import fusion
@@ -91,6 +91,9 @@ def _fused(
     reference=st.one_of(st.none(), COSINES),
     start=st.one_of(st.none(), st.integers(1, 40)),
 )
+# a long tie deepens to the cap; a start that is no power-of-4 multiple of
+# the depth must not step past it (3, 12, 48, then 64, not 192)
+@example(items=[(1.0, 0.5)] * 60, limit=3, depth=1, reference=None, start=3)
 def test_the_fused_top_is_the_exact_one_whatever_the_first_depth(
     items: list[tuple[float | None, float | None]],
     limit: int,

@@ -756,19 +756,23 @@ def test_a_time_query_ranks_exactly_by_relevance_and_recency(tmp_path: Path) -> 
                 )
 
 
+@pytest.mark.parametrize("provider", ["minilm", "static"])
 def test_a_time_query_reads_each_list_once_as_deep_as_it_may_need(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, provider: str
 ) -> None:
     # The fusion reads a query about time up to TIME_DEEPEN times deeper than
     # the first depth whenever its top is not sure sooner, which is nearly
     # always: each engine reads that deep once, not a first depth and then
-    # again, and the top is the one of reading in two steps.
+    # again, and the top is the one of reading in two steps. (MiniLM embeds
+    # on the worker thread while full text reads here; the static embedder
+    # here while full text reads there.)
     import random
 
     from gitmem.retrieval import search as search_module
 
     rng = random.Random(3)
     repo = scratch_repo(tmp_path / "repo")
+    git(repo, "config", "edda.embed.provider", provider)
     with Memory.open(repo) as mem:
         mem.append_many(
             [

@@ -298,7 +298,7 @@ class _Workspace:
     def __init__(self) -> None:
         import numpy as np
 
-        rows = MAX_TOKENS
+        rows = _padded_rows(MAX_TOKENS)
         self._flat = {
             "qkv": np.empty(rows * 3 * DIM, dtype=np.float32),
             "scores": np.empty(HEADS * rows * rows, dtype=np.float32),

@@ -269,14 +269,14 @@ def fuse_scores(
     ``prepare`` was given every candidate (to read what it needs in one go).
     With a ``bonus``, items rank by the relevance with it (see :class:`Bonus`).
     ``start`` is the depth of the first reads when a caller knows the lists
-    will be read deeper than ``depth`` (how much deeper they may go still
-    counts from ``depth``)."""
+    will be read deeper than ``depth``; how deep they may go still counts from
+    ``depth`` (no read goes past that bound, whatever ``start`` is)."""
     if not sides:
         return []
     total = sum(_weight(s) for s in sides)
     weights = [_weight(s) / total for s in sides]
-    first = depth
-    depth = max(depth, start or depth)
+    deepest = depth * (MAX_DEEPEN if bonus is None else bonus.deepen)
+    depth = min(max(depth, start or depth), deepest)
     while True:
         for side in sides:
             side.fetch(depth)
@@ -288,10 +288,9 @@ def fuse_scores(
         bound = sum(w * s.bound() for w, s in zip(weights, sides, strict=True))
         threshold = round(bound if bonus is None else bonus.bound(bound), DECIMALS)
         enough = len(top) >= limit and top[limit - 1][0] > threshold
-        deepest = first * (MAX_DEEPEN if bonus is None else bonus.deepen)
         if enough or all(s.complete for s in sides) or depth >= deepest:
             break
-        depth *= 4
+        depth = min(depth * 4, deepest)
     positions = ranks([(s.name, s.ranked) for s in sides])
     out = []
     for score, item, rel in top[:limit]:
