@@ -11,7 +11,8 @@ For each provider (``minilm``, the default, and ``static``):
 * the process's RSS after the load, and its peak after embedding the texts;
 * query latency in a warm process, p50 / p95: a short query (~10 word
   pieces) and a long one (~40);
-* throughput of ``embed`` on varied note- and commit-like texts, texts/s and
+* throughput of ``embed`` on varied note- and commit-like texts (MiniLM on
+  its threads, ``edda.embed.threads``, and on one), texts/s and
   word pieces (or tokens) per second, best of three;
 * ``EmbeddingCache.embed_cached``: a cold pass (embed and store every text)
   and a warm pass (every text a cache hit), texts/s.
@@ -220,6 +221,13 @@ def bench(provider: str, args: argparse.Namespace, env: dict[str, str], tmp: Pat
     short = latencies(embedder, SHORT_QUERY)
     long = latencies(embedder, LONG_QUERY, 50)
     seconds = best_seconds(lambda: embedder.embed(texts), 3 if provider == "static" else 2)
+    threads = getattr(embedder, "threads", 1)
+    alone = ""
+    if threads > 1:  # MiniLM on several threads (edda.embed.threads): the same on one
+        embedder.threads = 1  # type: ignore[attr-defined]
+        one = best_seconds(lambda: embedder.embed(texts), 2)
+        embedder.threads = threads  # type: ignore[attr-defined]
+        alone = f"; on one thread {len(texts) / one:.0f} texts/s"
     corpus = tmp / f"texts-{provider}.json"
     corpus.write_text(json.dumps(texts[: min(len(texts), 2000)]))
     peak = run(PEAK, env, provider, str(corpus))
@@ -248,7 +256,8 @@ def bench(provider: str, args: argparse.Namespace, env: dict[str, str], tmp: Pat
         f"  query, warm, long ({len(embedder.token_ids([LONG_QUERY])[0]) if provider == 'minilm' else '~40'} {unit})"  # type: ignore[attr-defined]
         f"    p50 {pct(long, 0.5):6.2f} ms, p95 {pct(long, 0.95):6.2f} ms",
         f"  embed {len(texts)} texts (~{pieces:.0f} {unit} each)  {len(texts) / seconds:8.0f} texts/s,"
-        f" {len(texts) * pieces / seconds:8.0f} {unit}/s",
+        f" {len(texts) * pieces / seconds:8.0f} {unit}/s ({threads} thread{'s' if threads > 1 else ''}"
+        f"{alone})",
         f"  embed_cached, all misses           {cold_rate:8.0f} texts/s (embed + store)",
         f"  embed_cached, all hits             {warm_rate:8.0f} texts/s",
     ]

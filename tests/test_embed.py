@@ -662,6 +662,34 @@ def test_registry_picks_providers_from_git_config(
     assert get_embedder(config_of(repo)) is None
 
 
+def test_minilm_embeds_on_one_thread_per_cpu_where_blas_runs_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gitmem.embed import MiniLMEmbedder
+    from gitmem.embed.registry import DEFAULT_THREADS
+    from gitmem.sidecar.cpus import usable_cpus
+
+    repo = init_repo(tmp_path / "repo")
+
+    def threads() -> int:
+        embedder = get_embedder(config_of(repo))
+        assert isinstance(embedder, MiniLMEmbedder)
+        return embedder.threads
+
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")  # as gitmem's commands run
+    assert threads() == min(usable_cpus(), DEFAULT_THREADS)
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "8")  # BLAS spreads the products itself
+    assert threads() == 1
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS")
+    assert threads() == 1
+    git(repo, "config", "edda.embed.threads", "3")
+    assert threads() == 3
+    for bad in ("0", "-2", "many"):
+        git(repo, "config", "edda.embed.threads", bad)
+        with pytest.raises(UsageError, match=r"edda\.embed\.threads"):
+            get_embedder(config_of(repo))
+
+
 def test_registry_rejects_bad_settings(tmp_path: Path) -> None:
     repo = init_repo(tmp_path / "repo")
     git(repo, "config", "edda.embed.provider", "word2vec")

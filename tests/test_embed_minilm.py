@@ -170,6 +170,33 @@ def test_padding_rows_change_no_vector_beyond_rounding(
     assert np.abs(odd - plain).max() < 5e-6
 
 
+def test_threads_share_a_batch_and_change_no_byte(
+    minilm: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gitmem.embed import minilm as module
+
+    texts = [
+        f"note {i}: the {w} step " * (1 + i % 7) for i, w in enumerate(["build", "deploy"] * 60)
+    ]
+    alone = minilm.embed(texts)
+    names: set[str] = set()
+    forward = module.forward
+
+    def recording(weights: Any, ids: Any) -> Any:
+        names.add(threading.current_thread().name)
+        return forward(weights, ids)
+
+    monkeypatch.setattr(module, "forward", recording)
+    threaded = MiniLMEmbedder(threads=3).embed(texts)  # four chunks of 32
+    assert threaded.tobytes() == alone.tobytes()
+    assert len(names) >= 2 and all(n.startswith("gitmem-embed") for n in names)
+    names.clear()
+    assert MiniLMEmbedder(threads=3).embed(texts[:20]).tobytes() == alone[:20].tobytes()
+    assert names == {threading.current_thread().name}  # one chunk: no pool
+    with pytest.raises(UsageError):
+        MiniLMEmbedder(threads=0)
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.text(max_size=80), min_size=1, max_size=10), st.randoms())
 def test_batch_composition_never_changes_a_vector(

@@ -16,6 +16,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("repo", help="the repository's git common dir (or any path in it)")
     parser.add_argument("--idle-timeout", type=float, default=None, help="seconds")
     args = parser.parse_args(argv)
+    # One BLAS thread, as the commands whose work the daemon does run (see
+    # gitmem.cli.main); set before numpy loads, the user's value wins. A
+    # daemon spawned by a hook's process did not inherit it from a command.
+    import os
+
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from gitmem.daemon.server import serve
 
     return serve(args.repo, idle_timeout=args.idle_timeout)

@@ -6,6 +6,8 @@
                           the environment variable ``GITMEM_EMBED_PROVIDER``
                           overrides it. Code search (``purpose="code"``) uses
                           ``static`` unless one is set
+``edda.embed.threads``    threads MiniLM embeds a batch on (default: one per
+                          CPU, at most 4, where numpy's BLAS runs one thread)
 ``edda.embed.model``      the model name (HTTP providers; default per provider)
 ``edda.embed.url``        the server's base URL (HTTP providers)
 ``edda.embed.batch``      texts per request (default 64)
@@ -36,6 +38,9 @@ if TYPE_CHECKING:
 
 BUILTIN_PROVIDERS = ("minilm", "static", "ollama", "openai", "none")
 DEFAULT_PROVIDER = "minilm"
+DEFAULT_THREADS = 4
+"""MiniLM's embedding threads by default at most: past a few, the Python
+between its matrix products (under the GIL) limits what more threads add."""
 # Code chunks are many (75,000 in the standard library) and long, and MiniLM
 # reads 128 word pieces of prose-trained English at ~50 texts/s: unless a
 # provider is chosen, code search keeps the static vectors (~10,000 texts/s).
@@ -93,6 +98,21 @@ def _get_dim(config: Config) -> int | None:
     return get_int(config, "edda.embed.dim", 0)
 
 
+def embed_threads(config: Config) -> int:
+    """How many threads MiniLM embeds a batch on: ``edda.embed.threads``,
+    else one per CPU this process may use (at most :data:`DEFAULT_THREADS`)
+    where numpy's BLAS runs one thread (``OPENBLAS_NUM_THREADS=1``, which
+    gitmem's commands, hooks and daemon set), and 1 elsewhere: a BLAS with
+    threads of its own already spreads the products over the cores."""
+    if get_last(config, "edda.embed.threads") is not None:
+        return get_int(config, "edda.embed.threads", 1)
+    if os.environ.get("OPENBLAS_NUM_THREADS") != "1":
+        return 1
+    from gitmem.sidecar.cpus import usable_cpus
+
+    return min(usable_cpus(), DEFAULT_THREADS)
+
+
 def get_embedder(
     config: Config, *, stamp_dir: Path | None = None, purpose: Purpose = "memory"
 ) -> Embedder | None:
@@ -117,7 +137,7 @@ def get_embedder(
         from gitmem.embed.minilm import MODEL_NAME, MiniLMEmbedder
 
         _one_model("minilm", MODEL_NAME, model)
-        return MiniLMEmbedder(stamp_dir=stamp_dir)
+        return MiniLMEmbedder(stamp_dir=stamp_dir, threads=embed_threads(config))
     if name == "static":
         from gitmem.embed.static import MODEL_NAME, StaticEmbedder
 

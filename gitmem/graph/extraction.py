@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import gc
 import importlib
-import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -24,6 +23,7 @@ from contextlib import contextmanager
 
 from gitmem.graph.cache import CHUNKS_SUFFIX, Cached, FactsCache, encode
 from gitmem.graph.facts import FileFacts
+from gitmem.sidecar.cpus import usable_cpus
 
 Extract = Callable[[str, bytes], FileFacts]
 LanguageFor = Callable[..., "str | None"]
@@ -152,10 +152,7 @@ def _batches(items: Iterable[Item]) -> Iterator[list[Item]]:
 
 def workers() -> int:
     """Processes for a cold build: one per core this process may use."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+    return usable_cpus()
 
 
 def extract_all(

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from gitmem.errors import IndexDamagedError
 from gitmem.index.rows import cjk_grams
+from gitmem.sidecar.cpus import usable_cpus
 
 if TYPE_CHECKING:
     import tantivy
@@ -49,15 +50,6 @@ _HEAP = 64_000_000  # split between the writer's threads (Tantivy wants 15 MB ea
 PARALLEL_DOCS = 2_000  # documents from which one update indexes on several threads
 MAX_THREADS = 4
 HEAD_WEIGHT = 1.0  # a query word in the first line counts once more (see the module docstring)
-
-
-def _usable_cpus() -> int:
-    import os
-
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 @dataclass(frozen=True)
@@ -162,7 +154,7 @@ class FullText:
         # a segment per thread (on the standard library's 68,000 code chunks,
         # 2.0 s instead of 3.8 s on two cores). Few stay on one thread.
         many = isinstance(add, Sequence) and len(add) >= PARALLEL_DOCS
-        threads = max(1, min(_usable_cpus(), MAX_THREADS)) if many else 1
+        threads = max(1, min(usable_cpus(), MAX_THREADS)) if many else 1
         writer = index.writer(heap_size=_HEAP, num_threads=threads)
         # An index without documents has nothing to replace: only a document
         # added twice in this call must not be there twice.
