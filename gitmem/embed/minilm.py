@@ -519,7 +519,10 @@ class MiniLMEmbedder:
         # Longest first: a chunk's texts then cost about the same, and the
         # order changes no vector (each text is computed on its own).
         todo.sort(key=lambda i: -len(ids[i]))
-        chunks = [todo[start : start + CHUNK] for start in range(0, len(todo), CHUNK)]
+        # A batch too small for every thread to get a whole CHUNK is shared
+        # out evenly (a refresh's budget gives batches of a few dozen texts).
+        size = max(1, min(CHUNK, -(-len(todo) // self.threads)))
+        chunks = [todo[start : start + size] for start in range(0, len(todo), size)]
         weights = self._weights
 
         def run(rows: list[int]) -> Floats:
