@@ -169,7 +169,7 @@ def main() -> int:
     parser.add_argument(
         "--provider",
         default=None,
-        help="edda.embed.provider (default: gitmem's, minilm, which embeds ~50 texts/s;"
+        help="edda.embed.provider (default: gitmem's, minilm, which embeds ~100 texts/s a core;"
         " static for every text embedded at large sizes)",
     )
     args = parser.parse_args()

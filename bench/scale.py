@@ -206,7 +206,7 @@ def main() -> int:
         "--provider",
         default=None,
         help="edda.embed.provider for the index (default: gitmem's, minilm, which embeds"
-        " ~50 texts/s; static for every text embedded at large sizes)",
+        " ~100 texts/s a core; static for every text embedded at large sizes)",
     )
     parser.add_argument("--queries", type=int, default=30)
     parser.add_argument("--cold", type=int, default=5)
