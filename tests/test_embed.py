@@ -684,10 +684,29 @@ def test_minilm_embeds_on_one_thread_per_cpu_where_blas_runs_one(
     assert threads() == 1
     git(repo, "config", "edda.embed.threads", "3")
     assert threads() == 3
-    for bad in ("0", "-2", "many"):
+    git(repo, "config", "edda.embed.threads", "64")
+    assert threads() == 64
+    for bad in ("0", "-2", "many", "1k", "65", "1.5"):
         git(repo, "config", "edda.embed.threads", bad)
         with pytest.raises(UsageError, match=r"edda\.embed\.threads"):
             get_embedder(config_of(repo))
+
+
+def test_a_cgroup_quota_caps_the_usable_cpus(tmp_path: Path) -> None:
+    from gitmem.sidecar.cpus import cgroup_quota
+
+    limit = tmp_path / "cpu.max"
+    for text, expected in [
+        ("max 100000\n", None),
+        ("150000 100000\n", 2),
+        ("50000 100000\n", 1),
+        ("200000 100000\n", 2),
+        ("garbage\n", None),
+        ("100 0\n", None),
+    ]:
+        limit.write_text(text)
+        assert cgroup_quota(limit) == expected, text
+    assert cgroup_quota(tmp_path / "absent") is None
 
 
 def test_registry_rejects_bad_settings(tmp_path: Path) -> None:

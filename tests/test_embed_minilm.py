@@ -196,6 +196,13 @@ def test_threads_share_a_batch_and_change_no_byte(
     names.clear()
     assert MiniLMEmbedder(threads=3).embed(texts[:1]).tobytes() == alone[:1].tobytes()
     assert names == {threading.current_thread().name}  # a query: no pool
+    # the threads (and their scratch buffers) are kept from batch to batch
+    assert module._POOL is not None
+    kept = module._POOL[1]
+    MiniLMEmbedder(threads=3).embed(texts[:10])
+    assert module._POOL[1] is kept
+    MiniLMEmbedder(threads=2).embed(texts[:10])
+    assert module._POOL[0] == 2 and module._POOL[1] is not kept
     with pytest.raises(UsageError):
         MiniLMEmbedder(threads=0)
 

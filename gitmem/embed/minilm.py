@@ -42,6 +42,7 @@ from __future__ import annotations
 import json
 import math
 import mmap
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -53,6 +54,8 @@ from gitmem.embed.pinned import DATA_DIR, REINSTALL_HINT, PinnedFile
 from gitmem.errors import DependencyError, UsageError
 
 if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
     import numpy as np
     from numpy.typing import NDArray
 
@@ -516,13 +519,13 @@ class MiniLMEmbedder:
         assert self._weights is not None
         out = np.zeros((len(texts), DIM), dtype=np.float32)
         todo = [i for i, x in enumerate(ids) if len(x) > 2]
-        # Longest first: a chunk's texts then cost about the same, and the
-        # order changes no vector (each text is computed on its own).
+        # Chunks of at most CHUNK texts, at least one a thread, each dealt
+        # every n-th text by length: they cost about the same, so no thread
+        # waits for another holding all the long ones. The order changes no
+        # vector (each text is computed on its own).
         todo.sort(key=lambda i: -len(ids[i]))
-        # A batch too small for every thread to get a whole CHUNK is shared
-        # out evenly (a refresh's budget gives batches of a few dozen texts).
-        size = max(1, min(CHUNK, -(-len(todo) // self.threads)))
-        chunks = [todo[start : start + size] for start in range(0, len(todo), size)]
+        count = max(min(self.threads, len(todo)), -(-len(todo) // CHUNK))
+        chunks = [todo[k::count] for k in range(count)]
         weights = self._weights
 
         def run(rows: list[int]) -> Floats:
@@ -531,17 +534,44 @@ class MiniLMEmbedder:
         if self.threads > 1 and len(chunks) > 1:
             # numpy lets go of the GIL in its matrix products, most of a
             # text's time: two threads embed 1.9 times as many texts a second
-            # on two cores. Each keeps its own scratch buffers (_WORK).
-            from concurrent.futures import ThreadPoolExecutor
-
-            workers = min(self.threads, len(chunks))
-            with ThreadPoolExecutor(workers, thread_name_prefix="gitmem-embed") as pool:
-                for rows, vectors in zip(chunks, pool.map(run, chunks), strict=True):
-                    out[rows] = vectors
+            # on two cores.
+            pool = _pool(self.threads)
+            for rows, vectors in zip(chunks, pool.map(run, chunks), strict=True):
+                out[rows] = vectors
         else:
             for rows in chunks:
                 out[rows] = run(rows)
         return normalize_rows(out)
+
+
+# The process's embedding threads, kept between batches: each keeps its scratch
+# buffers (_WORK), which a pool made per batch would fault in afresh (1-1.5 ms
+# a call, most of a refresh's first batch of two texts). Replaced when another
+# number of threads is asked for; a forked child makes its own.
+_POOL: tuple[int, ThreadPoolExecutor] | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool(threads: int) -> ThreadPoolExecutor:
+    global _POOL
+    from concurrent.futures import ThreadPoolExecutor
+
+    with _POOL_LOCK:
+        if _POOL is None or _POOL[0] != threads:
+            old = _POOL
+            _POOL = (threads, ThreadPoolExecutor(threads, thread_name_prefix="gitmem-embed"))
+            if old is not None:
+                old[1].shutdown(wait=False)  # its threads finish what they hold, then exit
+        return _POOL[1]
+
+
+def _forget_pool() -> None:
+    global _POOL, _POOL_LOCK
+    _POOL = None  # the parent's threads do not exist in the child
+    _POOL_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool)
 
 
 def _load(root: Path) -> tuple[mmap.mmap, Weights, WordPieceTokenizer]:

@@ -6,8 +6,9 @@
                           the environment variable ``GITMEM_EMBED_PROVIDER``
                           overrides it. Code search (``purpose="code"``) uses
                           ``static`` unless one is set
-``edda.embed.threads``    threads MiniLM embeds a batch on (default: one per
-                          CPU, at most 4, where numpy's BLAS runs one thread)
+``edda.embed.threads``    threads MiniLM embeds a batch on, 1 to 64 (default:
+                          one per CPU, at most 4, where numpy's BLAS is
+                          OpenBLAS run on one thread; else 1)
 ``edda.embed.model``      the model name (HTTP providers; default per provider)
 ``edda.embed.url``        the server's base URL (HTTP providers)
 ``edda.embed.batch``      texts per request (default 64)
@@ -41,6 +42,7 @@ DEFAULT_PROVIDER = "minilm"
 DEFAULT_THREADS = 4
 """MiniLM's embedding threads by default at most: past a few, the Python
 between its matrix products (under the GIL) limits what more threads add."""
+MAX_THREADS = 64  # what edda.embed.threads may ask for (each thread keeps ~5 MB of buffers)
 # Code chunks are many (75,000 in the standard library) and long, and MiniLM
 # reads 128 word pieces of prose-trained English at ~50 texts/s: unless a
 # provider is chosen, code search keeps the static vectors (~10,000 texts/s).
@@ -99,18 +101,43 @@ def _get_dim(config: Config) -> int | None:
 
 
 def embed_threads(config: Config) -> int:
-    """How many threads MiniLM embeds a batch on: ``edda.embed.threads``,
-    else one per CPU this process may use (at most :data:`DEFAULT_THREADS`)
-    where numpy's BLAS runs one thread (``OPENBLAS_NUM_THREADS=1``, which
-    gitmem's commands, hooks and daemon set), and 1 elsewhere: a BLAS with
-    threads of its own already spreads the products over the cores."""
-    if get_last(config, "edda.embed.threads") is not None:
-        return get_int(config, "edda.embed.threads", 1)
-    if os.environ.get("OPENBLAS_NUM_THREADS") != "1":
+    """How many threads MiniLM embeds a batch on: ``edda.embed.threads``
+    (1 to :data:`MAX_THREADS`), else one per CPU this process may use (at
+    most :data:`DEFAULT_THREADS`) where numpy's BLAS runs one thread, and 1
+    elsewhere: a BLAS with threads of its own already spreads the products
+    over the cores, and more threads would fight it for them."""
+    value = get_last(config, "edda.embed.threads")
+    if value is not None:
+        text = value.strip()
+        if not text.isdigit() or not 1 <= int(text) <= MAX_THREADS:
+            raise UsageError(
+                f"git config edda.embed.threads = {value!r} is not a number of threads"
+                f" from 1 to {MAX_THREADS}",
+                "set it to a number such as 2, or unset it for one per CPU",
+            )
+        return int(text)
+    if not _blas_runs_one_thread():
         return 1
     from gitmem.sidecar.cpus import usable_cpus
 
     return min(usable_cpus(), DEFAULT_THREADS)
+
+
+def _blas_runs_one_thread() -> bool:
+    """Whether numpy's BLAS is OpenBLAS told to run one thread: gitmem's
+    commands, hooks and daemon set ``OPENBLAS_NUM_THREADS=1`` before numpy
+    loads. Other BLAS builds (MKL, Accelerate) do not read it: their own
+    threads are assumed."""
+    if os.environ.get("OPENBLAS_NUM_THREADS") != "1":
+        return False
+    import numpy as np
+
+    try:
+        config: Any = np.show_config(mode="dicts")
+        name = str(config["Build Dependencies"]["blas"]["name"])
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return False  # a build that does not say: assume threads of its own
+    return "openblas" in name.lower()
 
 
 def get_embedder(
