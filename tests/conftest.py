@@ -73,9 +73,9 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     when set."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # xdist's own implementation reads it
-    affinity = getattr(os, "sched_getaffinity", None)  # not on macOS
-    cpus = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
-    return cpus + 1
+    from gitmem.sidecar.cpus import usable_cpus
+
+    return usable_cpus() + 1
 
 
 settings.register_profile("gitmem", deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -150,11 +150,6 @@ def _batches(items: Iterable[Item]) -> Iterator[list[Item]]:
         yield batch
 
 
-def workers() -> int:
-    """Processes for a cold build: one per core this process may use."""
-    return usable_cpus()
-
-
 def extract_all(
     items: Iterable[Item],
     progress: Progress | None = None,
@@ -173,7 +168,7 @@ def extract_all(
         expect = (len(items), sum(len(i[2]) for i in items))
     total, size = expect
     report = progress or (lambda stage, done, total: None)
-    count = workers()
+    count = usable_cpus()  # worker processes: one per core this process may use
     done = 0
     if count < 2 or total < POOL_MIN_FILES or size < POOL_MIN_BYTES:
         cache = _cache(store)
